@@ -1,0 +1,87 @@
+"""contextwright: context assembly for retrieval-augmented generation.
+
+Turn ranked retrieved chunks into the context an LLM reads: under an exact
+token budget, deduplicated, ordered against "lost in the middle", rendered
+with boundaries that cannot be forged, and cited so every ``[n]`` maps back
+to its source.
+
+    >>> import contextwright
+    >>> ctx = contextwright.assemble("who discovered x-rays?", chunks, budget=500)
+    >>> ctx.text, ctx.citations, ctx.report.summary()
+"""
+
+from contextwright.assembler import Assembler, assemble
+from contextwright.budget import ModelSpec, ZoneBudget, get_model, list_models, register_model
+from contextwright.config import (
+    get_preset,
+    list_presets,
+    pipeline_from_config,
+    pipeline_to_config,
+    register_preset,
+)
+from contextwright.errors import (
+    BudgetError,
+    ConfigError,
+    ContextwrightError,
+    InputError,
+    MissingDependencyError,
+    TokenizerError,
+)
+from contextwright.pipeline import Pipeline
+from contextwright.render.cite import CitationResolution, resolve_citations
+from contextwright.render.format import get_format
+from contextwright.render.messages import PROMPTS
+from contextwright.stages.base import Stage, register_stage
+from contextwright.tokens import Tokenizer, get_tokenizer, register_tokenizer
+from contextwright.types import (
+    AssembledContext,
+    Change,
+    Chunk,
+    Citation,
+    Drop,
+    Report,
+    StageReport,
+    StageResult,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PROMPTS",
+    "AssembledContext",
+    "Assembler",
+    "BudgetError",
+    "Change",
+    "Chunk",
+    "Citation",
+    "CitationResolution",
+    "ConfigError",
+    "ContextwrightError",
+    "Drop",
+    "InputError",
+    "MissingDependencyError",
+    "ModelSpec",
+    "Pipeline",
+    "Report",
+    "Stage",
+    "StageReport",
+    "StageResult",
+    "Tokenizer",
+    "TokenizerError",
+    "ZoneBudget",
+    "__version__",
+    "assemble",
+    "get_format",
+    "get_model",
+    "get_preset",
+    "get_tokenizer",
+    "list_models",
+    "list_presets",
+    "pipeline_from_config",
+    "pipeline_to_config",
+    "register_model",
+    "register_preset",
+    "register_stage",
+    "register_tokenizer",
+    "resolve_citations",
+]

@@ -1,0 +1,180 @@
+"""The entry points: :func:`assemble` and the reusable :class:`Assembler`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from contextwright.budget import ModelSpec, ZoneBudget, get_model
+from contextwright.config import pipeline_from_config
+from contextwright.errors import ConfigError
+from contextwright.pipeline import Pipeline
+from contextwright.render.format import Format
+from contextwright.render.messages import system_prompt
+from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
+from contextwright.types import AssembledContext, Chunk
+
+__all__ = ["Assembler", "assemble"]
+
+DEFAULT_BUFFER = 128
+
+
+class Assembler:
+    """A reusable assembler: one tokenizer (and its cache), one pipeline, shared resources.
+
+    Build it once and call :meth:`assemble` per query; the token cache then
+    spans calls, so a chunk seen before is not tokenized again.
+
+    Args:
+        config: A preset name (``qa``, ``citations``, ``chat``, ``summarize``,
+            ...), a config mapping, a path to a ``.toml``/``.json`` config, or a
+            :class:`Pipeline`.
+        model: A model name from the registry; sets the tokenizer and the
+            zone arithmetic (window − system − history − query − output − buffer).
+        budget: An explicit documents budget in tokens; overrides the zones.
+        tokenizer: A tokenizer spec or object; overrides the model's.
+        format: Override the config's format.
+        order: Override the config's order (``relevance``, ``bookend``, ...).
+        system: The system prompt (name or text) counted in the system zone.
+        history_tokens: Tokens reserved for conversation history.
+        output_tokens: Tokens reserved for the answer (default: the model's max output).
+        buffer_tokens: Safety margin (default 128).
+        resources: Things stages may require, e.g. ``store=SQLiteStore(...)``.
+
+    Example:
+        >>> asm = Assembler("qa", model="gpt-4o-mini", output_tokens=1_000)
+        >>> ctx = asm.assemble("who won?", chunks)
+    """
+
+    def __init__(
+        self,
+        config: str | Path | Mapping[str, Any] | Pipeline = "qa",
+        *,
+        model: str | ModelSpec | None = None,
+        budget: int | None = None,
+        tokenizer: str | Tokenizer | None = None,
+        format: str | Format | Mapping[str, Any] | None = None,
+        order: str | None = None,
+        system: str | None = "default",
+        history_tokens: int = 0,
+        output_tokens: int | None = None,
+        buffer_tokens: int = DEFAULT_BUFFER,
+        **resources: Any,
+    ) -> None:
+        if isinstance(config, Pipeline):
+            if order is not None or format is not None:
+                config = _override(config, order=order, format=format)
+            self.pipeline = config
+        else:
+            self.pipeline = pipeline_from_config(config, order=order, format=format)
+        self.model = get_model(model) if isinstance(model, str) else model
+        if budget is None and self.model is None:
+            raise ConfigError(
+                "pass budget= (documents tokens) or model= (to derive it from the model's "
+                "context window), e.g. Assembler('qa', budget=1000) or Assembler('qa', model='gpt-4o-mini')."
+            )
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
+            raise ConfigError(f"budget must be a non-negative integer number of tokens; got {budget!r}.")
+        spec = tokenizer if tokenizer is not None else (self.model.tokenizer if self.model else "cl100k_base")
+        self.tokenizer: CachedTokenizer = get_tokenizer(spec)
+        self.budget = budget
+        self.system = system
+        self.history_tokens = history_tokens
+        self.output_tokens = output_tokens
+        self.buffer_tokens = buffer_tokens
+        self.resources = resources
+        self._system_tokens = self.tokenizer.count(system_prompt(system)) if system else 0
+        if budget is None:
+            self.zones("")  # fail now, not on the first call, when the zones do not add up
+
+    def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:
+        """The zone breakdown for ``query`` (explicit ``budget`` wins)."""
+        explicit = budget if budget is not None else self.budget
+        model = self.model
+        if model is None:
+            return ZoneBudget(budget=explicit)
+        window = model.context_window if model.max_input is None else model.max_input + (
+            self.output_tokens if self.output_tokens is not None else model.max_output
+        )
+        return ZoneBudget(
+            window=window,
+            system=self._system_tokens,
+            history=self.history_tokens,
+            query=self.tokenizer.count(query) if query else 0,
+            output=self.output_tokens if self.output_tokens is not None else model.max_output,
+            buffer=self.buffer_tokens,
+            budget=explicit,
+        )
+
+    def assemble(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        budget: int | None = None,
+    ) -> AssembledContext:
+        """Assemble one context.
+
+        Args:
+            query: The user's query.
+            chunks: Retrieved chunks, as :class:`Chunk` or mappings.
+            budget: Override the documents budget for this call.
+        """
+        zones = self.zones(query, budget=budget)
+        return self.pipeline.run(
+            query,
+            chunks,
+            tokenizer=self.tokenizer,
+            budget=zones.documents,
+            zones=zones.as_dict(),
+            resources=self.resources,
+        )
+
+
+def _override(pipeline: Pipeline, *, order: str | None, format: Any) -> Pipeline:
+    from contextwright.config import pipeline_to_config
+
+    return pipeline_from_config(pipeline_to_config(pipeline), order=order, format=format)
+
+
+def assemble(
+    query: str,
+    chunks: Iterable[Chunk | Mapping[str, Any]],
+    *,
+    preset: str | Path | Mapping[str, Any] | Pipeline = "qa",
+    model: str | None = None,
+    budget: int | None = None,
+    tokenizer: str | Tokenizer | None = None,
+    format: str | Format | Mapping[str, Any] | None = None,
+    order: str | None = None,
+    **options: Any,
+) -> AssembledContext:
+    """Turn ranked chunks into the context an LLM reads, within a token budget.
+
+    Args:
+        query: The user's query.
+        chunks: Retrieved chunks: :class:`Chunk` objects or mappings with the
+            field names you already have (``text``/``page_content``,
+            ``score``/``rerank_score``, ...).
+        preset: ``qa`` (default), ``citations``, ``chat``, ``summarize``, ...,
+            a config mapping or file.
+        model: A registered model name; sets tokenizer and zone budget.
+        budget: The documents budget in tokens; overrides the model's zones.
+        tokenizer: Tokenizer spec; defaults to the model's, else ``cl100k_base``.
+        format: Override the preset's format.
+        order: Override the preset's order.
+        **options: Further :class:`Assembler` options (``output_tokens``,
+            ``system``, ``store``, ...).
+
+    Returns:
+        The assembled context: ``text``, ``tokens``, ``citations``, ``report``.
+
+    Example:
+        >>> ctx = assemble("who discovered x-rays?", chunks, budget=500)
+        >>> print(ctx.text); ctx.report.summary()
+    """
+    assembler = Assembler(
+        preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
+    )
+    return assembler.assemble(query, chunks)

@@ -1,0 +1,181 @@
+"""Presets and configuration: dict/TOML -> pipeline, and back again.
+
+A config is a mapping::
+
+    {"stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"},
+                {"type": "auto_order"}],
+     "format": "xml"}
+
+Presets are named configs. ``pipeline_from_config`` accepts a preset name, a
+mapping, or a path to a ``.toml``/``.json`` file, with ``order=`` and
+``format=`` overrides (``order`` replaces the preset's order stage).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contextwright.errors import ConfigError
+from contextwright.pipeline import Pipeline
+from contextwright.render.format import Format, format_to_dict, get_format
+from contextwright.stages.base import get_stage_class, stage_from_dict, stage_to_dict
+from contextwright.stages.order import order_stage
+
+__all__ = [
+    "get_preset",
+    "list_presets",
+    "pipeline_from_config",
+    "pipeline_to_config",
+    "register_preset",
+]
+
+_ORDER_TYPES = {
+    "score_order",
+    "chronological_order",
+    "document_order",
+    "lost_in_the_middle_order",
+    "bookend_order",
+    "auto_order",
+}
+
+_PRESETS: dict[str, dict[str, Any]] = {
+    "qa": {
+        "description": "Question answering: exact dedup, greedy fit, auto order, XML blocks.",
+        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "auto_order"}],
+        "format": "xml",
+    },
+    "citations": {
+        "description": "Answers with citations: numbered blocks in relevance order.",
+        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "score_order"}],
+        "format": "numbered",
+    },
+    "chat": {
+        "description": "Chat grounding: plain texts in relevance order.",
+        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "score_order"}],
+        "format": "minimal",
+    },
+    "summarize": {
+        "description": "Summarization: grouped by document, in reading order.",
+        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "chronological_order"}],
+        "format": "grouped",
+    },
+}
+_LOCK = threading.Lock()
+
+
+def register_preset(name: str, config: Mapping[str, Any]) -> None:
+    """Add or replace a named preset (validated by building it once)."""
+    pipeline_from_config(config)
+    with _LOCK:
+        _PRESETS[name] = copy.deepcopy(dict(config))
+
+
+def get_preset(name: str) -> dict[str, Any]:
+    """A copy of a preset's config.
+
+    Raises:
+        ConfigError: listing the known presets.
+    """
+    try:
+        return copy.deepcopy(_PRESETS[name])
+    except KeyError:
+        raise ConfigError(
+            f"unknown preset {name!r}; valid: {', '.join(sorted(_PRESETS))}. "
+            "Or pass a config mapping or a path to a .toml/.json config."
+        ) from None
+
+
+def list_presets() -> dict[str, str]:
+    """Preset names and their one-line descriptions."""
+    return {k: str(v.get("description", "")) for k, v in sorted(_PRESETS.items())}
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a ``.toml`` or ``.json`` config file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror}.") from None
+    try:
+        if p.suffix == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(raw.decode())
+        else:
+            data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid {p.suffix[1:] or 'JSON'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold an object/table at the top level.")
+    return data
+
+
+def pipeline_from_config(
+    config: str | Path | Mapping[str, Any] = "qa",
+    *,
+    order: str | None = None,
+    format: str | Format | Mapping[str, Any] | None = None,
+) -> Pipeline:
+    """Build a pipeline from a preset name, config mapping or config file.
+
+    Args:
+        config: Preset name, mapping, or path to a ``.toml``/``.json`` file.
+        order: Replace the order stage (``relevance``, ``bookend``, ...).
+        format: Replace the format.
+    """
+    if isinstance(config, Path) or (isinstance(config, str) and config.endswith((".toml", ".json"))):
+        data = load_config_file(config)
+        name = Path(config).stem
+    elif isinstance(config, str):
+        data = get_preset(config)
+        name = config
+    elif isinstance(config, Mapping):
+        data = dict(config)
+        name = str(data.get("name", "custom"))
+    else:
+        raise ConfigError(f"config must be a preset name, a mapping or a path; got {type(config).__name__}.")
+    if "preset" in data:
+        base = get_preset(str(data["preset"]))
+        base.update({k: v for k, v in data.items() if k != "preset"})
+        data = base
+        name = str(data.get("name", name))
+    stage_dicts = data.get("stages")
+    if not isinstance(stage_dicts, list):
+        raise ConfigError(
+            f"config 'stages' must be a list of stage objects; got {stage_dicts!r}. "
+            'Example: {"stages": [{"type": "exact_dedup"}], "format": "xml"}.'
+        )
+    stages = []
+    for i, item in enumerate(stage_dicts):
+        try:
+            stages.append(stage_from_dict(item))
+        except ConfigError as exc:
+            raise ConfigError(f"stages[{i}]: {exc}") from None
+    if order is not None:
+        new = order_stage(order)
+        positions = [i for i, s in enumerate(stages) if s.name in _ORDER_TYPES]
+        if positions:
+            stages[positions[-1]] = new
+        else:
+            stages.append(new)
+    fmt = get_format(format if format is not None else data.get("format", "xml"))
+    verify = data.get("verify", "auto")
+    return Pipeline(tuple(stages), fmt, verify=verify, name=name)
+
+
+def pipeline_to_config(pipeline: Pipeline) -> dict[str, Any]:
+    """The config mapping that rebuilds ``pipeline``."""
+    for s in pipeline.stages:
+        get_stage_class(s.name)  # raises for unregistered stages
+    return {
+        "name": pipeline.name,
+        "stages": [stage_to_dict(s) for s in pipeline.stages],
+        "format": format_to_dict(pipeline.format),
+        "verify": pipeline.verify,
+    }

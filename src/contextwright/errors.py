@@ -1,0 +1,78 @@
+"""The one exception hierarchy of contextwright.
+
+Every error raised on purpose by the library derives from
+:class:`ContextwrightError`, and each subclass also inherits the builtin that
+fits it, so ``except ValueError`` keeps working for callers who never heard of
+us::
+
+    ContextwrightError
+    ├── InputError(ValueError)        a chunk or request is malformed
+    ├── ConfigError(ValueError)       a stage, preset, model or option is invalid
+    ├── BudgetError(ValueError)       the zone arithmetic leaves no room for documents
+    ├── TokenizerError(RuntimeError)  a tokenizer cannot be loaded (offline, missing file)
+    ├── StoreError(RuntimeError)      a chunk store failed or timed out
+    ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
+    └── MissingDependencyError(ImportError)  an optional extra is not installed
+
+Messages name the setting or field, show the value that was received, and say
+how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetError",
+    "CompressionError",
+    "ConfigError",
+    "ContextwrightError",
+    "InputError",
+    "MissingDependencyError",
+    "StoreError",
+    "TokenizerError",
+    "missing_extra",
+]
+
+
+class ContextwrightError(Exception):
+    """Root of every error contextwright raises on purpose."""
+
+
+class InputError(ContextwrightError, ValueError):
+    """Input data (chunks, requests, files) is malformed."""
+
+
+class ConfigError(ContextwrightError, ValueError):
+    """A setting of a stage, preset, model or format is invalid."""
+
+
+class BudgetError(ContextwrightError, ValueError):
+    """The token budget for documents is zero or negative."""
+
+
+class TokenizerError(ContextwrightError, RuntimeError):
+    """A tokenizer could not be loaded or used."""
+
+
+class StoreError(ContextwrightError, RuntimeError):
+    """A chunk store failed, timed out or was misconfigured."""
+
+
+class CompressionError(ContextwrightError, RuntimeError):
+    """A compressor failed; pipelines fall back to the original chunk."""
+
+
+class MissingDependencyError(ContextwrightError, ImportError):
+    """An optional dependency (an extra) is not installed."""
+
+
+def missing_extra(module: str, extra: str) -> MissingDependencyError:
+    """Build the error for an optional import that failed.
+
+    Args:
+        module: The module that could not be imported.
+        extra: The contextwright extra that installs it.
+    """
+    return MissingDependencyError(
+        f"{module!r} is not installed; it comes with the {extra!r} extra: "
+        f"pip install 'contextwright[{extra}]'"
+    )

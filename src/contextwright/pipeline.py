@@ -1,0 +1,168 @@
+"""Run stages in order, fit the final string, number the citations.
+
+The pipeline owns invariants 1-3: it passes each stage only what it
+``requires``, collects the reports, renders the final blocks, and, should the
+exact count of the final string exceed the budget (possible only through the
+numbering or a non-additive tokenizer or template), drops the weakest block
+and renders again until it fits. Citations are numbered on the final order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from contextwright.errors import ConfigError
+from contextwright.render.cite import build_citations
+from contextwright.render.format import Format, get_format
+from contextwright.render.meter import Meter
+from contextwright.tokens import CachedTokenizer
+from contextwright.types import (
+    AssembledContext,
+    Chunk,
+    Drop,
+    Report,
+    StageReport,
+    StageResult,
+    chunks_from_dicts,
+)
+
+__all__ = ["Pipeline"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """An ordered list of stages and the format they render into.
+
+    Args:
+        stages: The stages, in order.
+        format: The output format (name, mapping or :class:`Format`).
+        verify: ``auto`` tokenizes the final string only when the count cannot
+            be derived exactly from the pieces; ``always`` always does.
+        name: A label for reports (the preset name).
+    """
+
+    stages: tuple[Any, ...]
+    format: Format = field(default_factory=lambda: get_format("xml"))
+    verify: Literal["auto", "always"] = "auto"
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stages", tuple(self.stages))
+        object.__setattr__(self, "format", get_format(self.format))
+        if self.verify not in ("auto", "always"):
+            raise ConfigError(f"verify must be 'auto' or 'always'; got {self.verify!r}.")
+        for i, stage in enumerate(self.stages):
+            if not callable(stage) or not isinstance(getattr(stage, "name", None), str):
+                raise ConfigError(
+                    f"stages[{i}] ({stage!r}) is not a stage: it needs a 'name' and a __call__."
+                )
+
+    def run(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        zones: Mapping[str, int] | None = None,
+        resources: Mapping[str, Any] | None = None,
+    ) -> AssembledContext:
+        """Assemble ``chunks`` for ``query`` into at most ``budget`` tokens.
+
+        Args:
+            query: The user's query (only stages that require it see it).
+            chunks: Chunks or mappings (see :meth:`Chunk.from_dict`).
+            tokenizer: The cached tokenizer that defines the budget.
+            budget: The documents budget in tokens (>= 0).
+            zones: The zone breakdown, copied into the report.
+            resources: Extra things stages may require (``store``, ``embedder``).
+        """
+        inputs = chunks_from_dicts(chunks)
+        meter = Meter(self.format, tokenizer)
+        env: dict[str, Any] = {
+            "query": query,
+            "tokenizer": tokenizer,
+            "budget": budget,
+            "meter": meter,
+            "format": self.format,
+            **(resources or {}),
+        }
+        current: tuple[Chunk, ...] = inputs
+        tokens_now = meter.total_tokens(current)
+        input_tokens = tokens_now
+        reports: list[StageReport] = []
+        for stage in self.stages:
+            needs = {}
+            for key in getattr(stage, "requires", ()):
+                if key not in env:
+                    raise ConfigError(
+                        f"stage {stage.name!r} requires {key!r}, which this assembler does not have. "
+                        f"Pass {key}= to Assembler (resources)."
+                    )
+                needs[key] = env[key]
+            start = time.perf_counter()
+            result: StageResult = stage(current, **needs)
+            ms = (time.perf_counter() - start) * 1000
+            tokens_out = meter.total_tokens(result.chunks)
+            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            current, tokens_now = result.chunks, tokens_out
+        start = time.perf_counter()
+        blocks, text, total, drops = self._fit(current, meter, budget, query)
+        reports.append(
+            StageReport(
+                stage="render",
+                chunks_in=len(current),
+                chunks_out=len(blocks),
+                dropped=tuple(drops),
+                tokens_in=tokens_now,
+                tokens_out=total,
+                ms=(time.perf_counter() - start) * 1000,
+                notes=(f"format {self.format.name}",),
+            )
+        )
+        report = Report(
+            stages=tuple(reports),
+            input_chunks=len(inputs),
+            input_tokens=input_tokens,
+            output_chunks=len(blocks),
+            tokens=total,
+            budget=budget,
+            zones=dict(zones or {}),
+        )
+        return AssembledContext(
+            text=text,
+            tokens=total,
+            budget=budget,
+            citations=build_citations(blocks, self.format),
+            chunks=blocks,
+            report=report,
+            query=query,
+            tokenizer=tokenizer.name,
+        )
+
+    def _fit(
+        self, blocks: Sequence[Chunk], meter: Meter, budget: int, query: str
+    ) -> tuple[tuple[Chunk, ...], str, int, list[Drop]]:
+        """Render, and drop the weakest block until the exact count fits."""
+        current = list(blocks)
+        drops: list[Drop] = []
+        verify = self.verify == "always"
+        while True:
+            text, total = meter.measure(current, query=query, verify=verify)
+            if total <= budget:
+                return tuple(current), text, total, drops
+            weakest = min(range(len(current)), key=lambda i: (current[i].score, -current[i].rank))
+            victim = current.pop(weakest)
+            logger.info(
+                "final text over budget; dropping the weakest block",
+                extra={"tokens": total, "budget": budget, "chunk_id": victim.id},
+            )
+            drops.append(
+                Drop(victim.id, "over_budget", detail=f"final text was {total} tokens > {budget}")
+            )

@@ -1,0 +1,1 @@
+"""Rendering: formats, token metering, citations and chat messages."""

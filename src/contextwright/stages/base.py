@@ -1,0 +1,152 @@
+"""The stage contract, the stage registry and generic (de)serialization.
+
+A stage is a frozen dataclass with keyword-only settings, a ``name`` and one
+method, ``__call__(chunks, **needs) -> StageResult``. The pipeline passes a
+stage only what it lists in ``requires`` (``query``, ``tokenizer``,
+``budget``, ``format``, ``store``, ``embedder``), so a stage that does not use
+the query never sees it.
+
+Settings are stored under their parameter names, which makes serialization
+generic (scikit-learn's estimator rule, Haystack's ``component_to_dict``):
+:func:`stage_to_dict` reads the dataclass fields and :func:`stage_from_dict`
+calls the constructor; no stage writes its own ``to_dict``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from contextwright.errors import ConfigError
+from contextwright.types import Chunk, StageResult
+
+__all__ = [
+    "Stage",
+    "get_stage_class",
+    "register_stage",
+    "registered_stages",
+    "stage_from_dict",
+    "stage_to_dict",
+]
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """One step of the pipeline."""
+
+    name: ClassVar[str]
+    requires: ClassVar[tuple[str, ...]]
+
+    def __call__(self, chunks: Sequence[Chunk], /, **needs: Any) -> StageResult: ...
+
+
+_STAGES: dict[str, type[Any]] = {}
+_LOCK = threading.Lock()
+S = TypeVar("S", bound=type[Any])
+
+
+def register_stage(cls: S) -> S:
+    """Class decorator: make a stage constructible by its ``name`` from config."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{cls.__name__} needs a class attribute 'name' to be registered.")
+    if not dataclasses.is_dataclass(cls):
+        raise ConfigError(f"{cls.__name__} must be a frozen dataclass to be registered.")
+    with _LOCK:
+        existing = _STAGES.get(name)
+        if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
+            raise ConfigError(
+                f"stage name {name!r} is taken by {existing.__module__}.{existing.__qualname__}; "
+                "choose another name."
+            )
+        _STAGES[name] = cls
+    return cls
+
+
+def registered_stages() -> dict[str, type[Any]]:
+    """Every registered stage class by name (built-in stages are loaded first)."""
+    _load_builtins()
+    return dict(sorted(_STAGES.items()))
+
+
+def get_stage_class(name: str) -> type[Any]:
+    """The stage class registered as ``name``.
+
+    Raises:
+        ConfigError: listing the known names.
+    """
+    _load_builtins()
+    try:
+        return _STAGES[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown stage type {name!r}; known: {', '.join(sorted(_STAGES))}."
+        ) from None
+
+
+def stage_to_dict(stage: Any) -> dict[str, Any]:
+    """``{"type": name, **settings}`` for any registered stage."""
+    out: dict[str, Any] = {"type": stage.name}
+    for f in dataclasses.fields(stage):
+        if not f.init:
+            continue
+        value = getattr(stage, f.name)
+        out[f.name] = _plain(value)
+    return out
+
+
+def stage_from_dict(data: Mapping[str, Any]) -> Any:
+    """Build a stage from ``{"type": name, **settings}``.
+
+    Raises:
+        ConfigError: for an unknown type or setting, naming the valid ones.
+    """
+    if not isinstance(data, Mapping) or "type" not in data:
+        raise ConfigError(
+            f"a stage config must be an object with a 'type' key; got {data!r}. "
+            'Example: {"type": "exact_dedup"}.'
+        )
+    cls = get_stage_class(str(data["type"]))
+    settings = {k: _frozen(v) for k, v in data.items() if k != "type"}
+    valid = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(settings) - valid)
+    if unknown:
+        raise ConfigError(
+            f"stage {data['type']!r} has no setting {', '.join(map(repr, unknown))}; "
+            f"valid settings: {', '.join(sorted(valid)) or '(none)'}."
+        )
+    return cls(**settings)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+_loaded = False
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    import pkgutil
+
+    import contextwright.stages as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "base":
+            importlib.import_module(f"contextwright.stages.{info.name}")

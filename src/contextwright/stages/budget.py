@@ -1,0 +1,165 @@
+"""Selection: fit chunks into the documents budget.
+
+Costs are the rendered cost of each block in the configured format (header,
+escaped body, footer), plus each document's header once and the frame once,
+so what is selected is what the final string is made of. The pipeline then
+checks the final string exactly (invariant 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from contextwright.errors import ConfigError
+from contextwright.render.meter import Meter
+from contextwright.stages.base import register_stage
+from contextwright.stages.filter import by_relevance
+from contextwright.types import Change, Chunk, Drop, StageResult
+
+__all__ = ["TokenBudget", "sentence_ends"]
+
+Policy = Literal["greedy", "stop", "truncate", "blocks"]
+_POLICIES = ("greedy", "stop", "truncate", "blocks")
+
+# A sentence ends at . ! ? … (optionally followed by closing quotes or
+# brackets) before whitespace; a single capital or a common abbreviation
+# before the dot does not end one.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*(?=\s+)")
+_NOT_AN_END = re.compile(
+    r"(?:\b(?:[A-Z]|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|cf|Fig|No|Vol|approx|Inc|Ltd|Co|U\.S)\.)$"
+)
+
+
+def sentence_ends(text: str) -> list[int]:
+    """Character offsets just after each sentence end in ``text`` (the last is ``len(text)``)."""
+    ends: list[int] = []
+    for m in _SENTENCE_END.finditer(text):
+        if _NOT_AN_END.search(text[max(0, m.start() - 8) : m.start()]):
+            continue
+        ends.append(m.end())
+    if not ends or ends[-1] != len(text.rstrip()):
+        ends.append(len(text.rstrip()))
+    return ends
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenBudget:
+    """Select chunks so that the rendered context fits the budget.
+
+    Policies:
+
+    * ``greedy`` (default): by score, take each chunk that still fits and skip
+      the ones that do not (skip-and-continue), so a long chunk does not block
+      shorter ones after it.
+    * ``stop``: by score, stop at the first chunk that does not fit.
+    * ``truncate``: greedy, then fill what is left with the best skipped chunk
+      cut at a sentence boundary, when at least ``min_truncated_tokens`` of it
+      fit.
+    * ``blocks``: whole documents (all their chunks, with their header) ranked
+      by their best chunk; a document that does not fit is dropped whole.
+
+    Dropped chunks are reported as ``over_budget``; a truncated chunk is
+    reported as changed with its tokens before and after.
+
+    Args:
+        policy: One of ``greedy``, ``stop``, ``truncate``, ``blocks``.
+        min_truncated_tokens: The smallest useful remainder for ``truncate``.
+
+    Example:
+        >>> TokenBudget(policy="truncate")(chunks, meter=meter, budget=500)
+    """
+
+    name: ClassVar[str] = "token_budget"
+    requires: ClassVar[tuple[str, ...]] = ("meter", "budget")
+    policy: Policy = "greedy"
+    min_truncated_tokens: int = 24
+
+    def __post_init__(self) -> None:
+        if self.policy not in _POLICIES:
+            raise ConfigError(
+                f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}."
+            )
+        if isinstance(self.min_truncated_tokens, bool) or not isinstance(self.min_truncated_tokens, int) or self.min_truncated_tokens < 1:
+            raise ConfigError(
+                f"min_truncated_tokens must be a positive integer; got {self.min_truncated_tokens!r}."
+            )
+
+    def __call__(self, chunks: Sequence[Chunk], /, *, meter: Meter, budget: int) -> StageResult:
+        if not chunks:
+            return StageResult.of(self.name, chunks, ())
+        meter.prime(chunks)
+        n = len(chunks)
+        room = budget - meter.frame_cost()
+        if self.policy == "blocks":
+            return self._blocks(chunks, meter, room, n)
+        kept: list[Chunk] = []
+        skipped: list[Chunk] = []
+        docs: set[str] = set()
+        stopped = False
+        for c in by_relevance(chunks):
+            cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+            if not stopped and cost <= room:
+                kept.append(c)
+                docs.add(c.group_key)
+                room -= cost
+            else:
+                skipped.append(c)
+                if self.policy == "stop":
+                    stopped = True
+        changes: list[Change] = []
+        if self.policy == "truncate" and skipped:
+            for i, c in enumerate(skipped):
+                cut = self._truncate(c, meter, room - (meter.doc_cost(c) if c.group_key not in docs else 0), n)
+                if cut is not None:
+                    kept.append(cut)
+                    del skipped[i]
+                    changes.append(
+                        Change(c.id, "truncated", meter.tokens(c), meter.tokens(cut), detail=f"{len(cut.text)} of {len(c.text)} characters")
+                    )
+                    break
+        keep_ids = {c.id: c for c in kept}
+        out = [keep_ids[c.id] for c in chunks if c.id in keep_ids]
+        drops = [Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens") for c in skipped]
+        return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
+
+    def _truncate(self, c: Chunk, meter: Meter, room: int, n: int) -> Chunk | None:
+        """``c`` cut at the last sentence end that fits in ``room``, or None."""
+        overhead = meter.block_cost(c, n) - meter.tokens(c)
+        if room - overhead < self.min_truncated_tokens:
+            return None
+        text = c.text.strip()
+        ends = sentence_ends(text)[:-1]  # the full text does not fit
+        lo, hi, best = 0, len(ends) - 1, None
+        while lo <= hi:  # the largest prefix that fits; costs grow with length
+            mid = (lo + hi) // 2
+            cand = c.with_ops("truncated", text=text[: ends[mid]], spans=((0, ends[mid]),))
+            cost = meter.tokens(cand)
+            if cost + overhead <= room:
+                best, lo = (cand, cost), mid + 1
+            else:
+                hi = mid - 1
+        if best is None or best[1] < self.min_truncated_tokens:
+            return None
+        return best[0]
+
+    def _blocks(self, chunks: Sequence[Chunk], meter: Meter, room: int, n: int) -> StageResult:
+        groups: dict[str, list[Chunk]] = {}
+        for c in by_relevance(chunks):
+            groups.setdefault(c.group_key, []).append(c)
+        kept: set[str] = set()
+        drops: list[Drop] = []
+        for members in groups.values():
+            cost = meter.doc_cost(members[0]) + sum(meter.block_cost(c, n) for c in members)
+            if cost <= room:
+                kept.update(c.id for c in members)
+                room -= cost
+            else:
+                drops.extend(
+                    Drop(c.id, "over_budget", detail=f"document block of {cost} tokens") for c in members
+                )
+        out = [c for c in chunks if c.id in kept]
+        return StageResult.of(self.name, chunks, out, dropped=drops)

@@ -1,0 +1,181 @@
+"""Ordering: where each block sits in the window.
+
+Language models use the beginning and the end of a long context best and
+the middle worst (Liu et al., "Lost in the Middle: How Language Models Use
+Long Contexts", TACL 2024). The orders here put the strongest evidence where
+it is read.
+
+In every relevance-based order the best chunk comes first, for odd and even
+counts alike. LangChain's and LlamaIndex's ``LongContextReorder`` reverse the
+list and alternate, which puts the best chunk *last* when the count is even;
+we keep it first because the start of the window is the position models use
+most reliably, and because a stable "best first" makes outputs comparable
+across budgets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from contextwright.errors import ConfigError
+from contextwright.stages.base import register_stage
+from contextwright.stages.filter import by_relevance
+from contextwright.types import Chunk, StageResult
+
+__all__ = [
+    "AutoOrder",
+    "BookendOrder",
+    "ChronologicalOrder",
+    "DocumentOrder",
+    "LostInTheMiddleOrder",
+    "ScoreOrder",
+    "order_stage",
+]
+
+
+def _natural(value: str | None) -> tuple[object, ...]:
+    """Sort key that puts ``doc2`` before ``doc10``."""
+    if value is None:
+        return ((1, ""),)
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", value) if p)
+
+
+def _position(c: Chunk) -> tuple[int, int, int]:
+    """(page, index, rank) with unknowns last."""
+    return (
+        c.page if c.page is not None else 1 << 60,
+        c.index if c.index is not None else 1 << 60,
+        c.rank,
+    )
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoreOrder:
+    """Highest score first; ties keep retrieval order."""
+
+    name: ClassVar[str] = "score_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        return StageResult.of(self.name, chunks, by_relevance(chunks))
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChronologicalOrder:
+    """Reading order: by document id (natural sort), then page, then index."""
+
+    name: ClassVar[str] = "chronological_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        out = sorted(chunks, key=lambda c: (_natural(c.doc_id), _position(c)))
+        return StageResult.of(self.name, chunks, out)
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentOrder:
+    """Document-first: documents ranked by their best chunk, chunks in document order."""
+
+    name: ClassVar[str] = "document_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        doc_rank: dict[str, int] = {}
+        for i, c in enumerate(by_relevance(chunks)):
+            doc_rank.setdefault(c.group_key, i)
+        out = sorted(chunks, key=lambda c: (doc_rank[c.group_key], _position(c)))
+        return StageResult.of(self.name, chunks, out)
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LostInTheMiddleOrder:
+    """Interleave: ranks 1, 3, 5, ... from the front, ranks 2, 4, 6, ... from the back.
+
+    The weakest chunks end up in the middle. The best chunk is always first
+    and the second best always last.
+
+    Example:
+        scores 5 4 3 2 1  ->  5 3 1 2 4
+    """
+
+    name: ClassVar[str] = "lost_in_the_middle_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        ranked = by_relevance(chunks)
+        out = ranked[0::2] + ranked[1::2][::-1]
+        return StageResult.of(self.name, chunks, out)
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BookendOrder:
+    """Best first, second best last, the rest by relevance in between.
+
+    Example:
+        scores 5 4 3 2 1  ->  5 3 2 1 4
+    """
+
+    name: ClassVar[str] = "bookend_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        ranked = by_relevance(chunks)
+        out = ranked if len(ranked) < 3 else [ranked[0], *ranked[2:], ranked[1]]
+        return StageResult.of(self.name, chunks, out)
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoOrder:
+    """Relevance order for up to ``threshold`` chunks, bookend beyond."""
+
+    name: ClassVar[str] = "auto_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+    threshold: int = 3
+
+    def __post_init__(self) -> None:
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or self.threshold < 0:
+            raise ConfigError(f"threshold must be a non-negative integer; got {self.threshold!r}.")
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        inner = ScoreOrder() if len(chunks) <= self.threshold else BookendOrder()
+        result = inner(chunks)
+        return StageResult.of(self.name, chunks, result.chunks, notes=(f"used {inner.name}",))
+
+
+_ORDERS: dict[str, type] = {
+    "relevance": ScoreOrder,
+    "score": ScoreOrder,
+    "chronological": ChronologicalOrder,
+    "document": DocumentOrder,
+    "document_first": DocumentOrder,
+    "lost_in_the_middle": LostInTheMiddleOrder,
+    "litm": LostInTheMiddleOrder,
+    "interleave": LostInTheMiddleOrder,
+    "bookend": BookendOrder,
+    "auto": AutoOrder,
+}
+
+
+def order_stage(name: str) -> ScoreOrder | ChronologicalOrder | DocumentOrder | LostInTheMiddleOrder | BookendOrder | AutoOrder:
+    """An order stage from its short name (``relevance``, ``chronological``,
+    ``lost_in_the_middle``, ``bookend``, ``document``, ``auto``).
+
+    Raises:
+        ConfigError: listing the valid names.
+    """
+    cls = _ORDERS.get(name.replace("-", "_").lower())
+    if cls is None:
+        raise ConfigError(
+            f"unknown order {name!r}; valid: relevance, chronological, lost_in_the_middle, "
+            "bookend, document, auto."
+        )
+    return cls()  # type: ignore[no-any-return]

