@@ -124,7 +124,13 @@ class Format:
         return ""
 
     def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
-        """The pieces of the rendered context, in order (empty pieces left out)."""
+        """The pieces of the rendered context, in order (empty pieces left out).
+
+        No blocks render as the empty string (no frame), so an empty context
+        costs nothing and fits any budget, including 0.
+        """
+        if not blocks:
+            return []
         out: list[str] = []
         start = self.frame_start()
         if start:
@@ -348,6 +354,8 @@ class TemplateFormat(Format):
         return get_format(self.escape_as).escape(text)
 
     def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
+        if not blocks:
+            return []
         items = [
             {
                 "n": n,
