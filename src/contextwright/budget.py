@@ -16,6 +16,7 @@ approximation of the provider's, and the buffer should absorb the gap.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -132,6 +133,7 @@ _BUILTIN: tuple[ModelSpec, ...] = (
 )
 
 _MODELS: dict[str, ModelSpec] = {m.name: m for m in _BUILTIN}
+_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{4}|-latest|-preview|[:@].*")
 _LOCK = threading.Lock()
 
 
@@ -185,10 +187,11 @@ def get_model(name: str) -> ModelSpec:
     key = _canonical(name)
     if key in _MODELS:
         return _MODELS[key]
-    # The longest registered name that prefixes the key followed by '-' or end.
+    # A dated or tagged snapshot of a registered family: gpt-4o-2024-08-06,
+    # claude-sonnet-4-5-20250929, o3-mini-latest, llama3.1:8b style tags.
     best: ModelSpec | None = None
     for known, spec in _MODELS.items():
-        if key.startswith(known) and (len(key) == len(known) or key[len(known)] in "-:@"):
+        if key.startswith(known) and _SNAPSHOT.fullmatch(key[len(known) :]):
             if best is None or len(known) > len(best.name):
                 best = spec
     if best is not None:

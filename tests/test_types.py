@@ -1,0 +1,114 @@
+"""Tests of the data model: Chunk.from_dict, ids, reports."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from contextwright.errors import InputError
+from contextwright.types import Chunk, Drop, Report, StageReport, StageResult, chunks_from_dicts
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "expected"),
+    [
+        ({"content": "t"}, "text", "t"),
+        ({"page_content": "t"}, "text", "t"),
+        ({"text": "t", "rerank_score": 0.7}, "score", 0.7),
+        ({"text": "t", "similarity": 0.6}, "score", 0.6),
+        ({"text": "t", "relevance_score": "0.5"}, "score", 0.5),
+        ({"text": "t", "document_id": "d1"}, "doc_id", "d1"),
+        ({"text": "t", "chunk_index": 4}, "index", 4),
+        ({"text": "t", "source_path": "a/b.pdf"}, "source", "a/b.pdf"),
+        ({"text": "t", "file_name": "b.pdf"}, "source", "b.pdf"),
+        ({"text": "t", "url": "https://x.org"}, "source", "https://x.org"),
+        ({"text": "t", "page_number": 3}, "page", 3),
+        ({"text": "t", "start_line": 12}, "line", 12),
+        ({"text": "t", "row_number": 7}, "line", 7),
+        ({"page_content": "t", "metadata": {"source": "m.pdf", "page": 2}}, "source", "m.pdf"),
+        ({"page_content": "t", "metadata": {"source": "m.pdf", "page": 2}}, "page", 2),
+    ],
+)
+def test_from_dict_accepts_the_field_names_users_already_have(data: dict, field: str, expected: object) -> None:
+    assert getattr(Chunk.from_dict(data), field) == expected
+
+
+def test_from_dict_keeps_unknown_keys_in_metadata() -> None:
+    chunk = Chunk.from_dict({"text": "t", "lang": "en", "metadata": {"author": "x"}})
+    assert chunk.metadata == {"author": "x", "lang": "en"}
+
+
+def test_missing_id_is_stable_and_derived_from_content() -> None:
+    a, b = Chunk("Same text."), Chunk("Same text.")
+    assert a.id == b.id and a.id.startswith("c")
+    assert Chunk("Other text.").id != a.id
+
+
+@pytest.mark.parametrize(
+    ("data", "pattern"),
+    [
+        ({"score": 1.0}, r"chunks\[3\] has no text: expected one of the fields text, content"),
+        ({"text": "   "}, r"chunks\[3\]\.text is empty or only whitespace"),
+        ({"text": 5}, r"chunks\[3\]\.text must be a string; got int 5"),
+        ({"text": "t", "score": float("nan")}, r"chunks\[3\]\.score must be a finite number; got nan"),
+        ({"text": "t", "score": "high"}, r"chunks\[3\]\.score must be a number; got the string 'high'"),
+        ({"text": "t", "rerank_score": [1]}, r"chunks\[3\]\.rerank_score must be a number; got list"),
+        ({"text": "t", "page": "two"}, r"chunks\[3\]\.page must be an integer; got str 'two'"),
+        ({"text": "t", "metadata": [1]}, r"chunks\[3\]\.metadata must be an object"),
+        ({"text": "t", "embedding": ["a"]}, r"chunks\[3\]\.embedding must be a list of numbers"),
+    ],
+)
+def test_invalid_input_names_position_field_value_and_fix(data: dict, pattern: str) -> None:
+    with pytest.raises(InputError, match=pattern):
+        Chunk.from_dict(data, position=3)
+
+
+def test_non_mapping_item_is_a_clear_error() -> None:
+    with pytest.raises(InputError, match=r"chunks\[0\] must be an object with at least a 'text' field; got str"):
+        chunks_from_dicts(["just a string"])  # type: ignore[list-item]
+
+
+def test_input_error_is_also_a_value_error() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        Chunk.from_dict({"text": "t", "score": math.inf})
+
+
+def test_chunks_from_dicts_sets_rank_and_suffixes_repeated_content_ids() -> None:
+    chunks = chunks_from_dicts([{"text": "dup"}, {"text": "dup"}, Chunk("c", id="x")])
+    assert [c.rank for c in chunks] == [0, 1, 2]
+    assert chunks[1].id == chunks[0].id + "-2"
+    assert len({c.id for c in chunks}) == 3
+
+
+def test_chunks_from_dicts_rejects_repeated_explicit_ids() -> None:
+    with pytest.raises(InputError, match=r"chunks\[1\]\.id 'a' repeats chunks\[0\]\.id"):
+        chunks_from_dicts([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}])
+
+
+def test_to_dict_round_trips() -> None:
+    chunk = Chunk.from_dict(
+        {"id": "a", "text": "t", "score": 0.5, "doc_id": "d", "index": 2, "source": "s", "page": 1, "embedding": [0.1, 0.2], "extra": 1},
+        position=4,
+    )
+    again = Chunk.from_dict(chunk.to_dict())
+    assert again == chunk
+    assert again.metadata == chunk.metadata and again.embedding == chunk.embedding
+
+
+def test_with_ops_appends_without_repeating() -> None:
+    chunk = Chunk("t", id="a").with_ops("truncated").with_ops("truncated", "compressed", text="u")
+    assert chunk.ops == ("truncated", "compressed") and chunk.text == "u"
+
+
+def test_report_summary_and_reasons() -> None:
+    stage = StageResult.of("s", (Chunk("a", id="a"), Chunk("b", id="b")), (), dropped=[Drop("a", "over_budget"), Drop("b", "duplicate_of", "a")])
+    report = Report(stages=(stage.report,), input_chunks=20, input_tokens=1912, output_chunks=11, tokens=996, budget=1000)
+    assert report.summary() == "20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)"
+    assert report.reasons() == {"over_budget": 1, "duplicate_of": 1}
+    assert report.to_dict()["stages"][0]["dropped"][1] == {"chunk_id": "b", "reason": "duplicate_of", "related": "a"}
+
+
+def test_stage_report_defaults_leave_tokens_and_time_to_the_pipeline() -> None:
+    report = StageReport("s", 1, 1)
+    assert report.tokens_in is None and report.ms == 0.0
