@@ -106,6 +106,10 @@ class Pipeline:
                         f"Pass {key}= to Assembler (resources)."
                     )
                 needs[key] = env[key]
+            # ``optional``: resources a stage uses when present and does without otherwise
+            for key in getattr(stage, "optional", ()):
+                if key in env:
+                    needs[key] = env[key]
             start = time.perf_counter()
             result: StageResult = stage(current, **needs)
             ms = (time.perf_counter() - start) * 1000
