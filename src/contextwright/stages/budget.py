@@ -8,13 +8,13 @@ checks the final string exactly (invariant 1).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from contextwright.errors import ConfigError
 from contextwright.render.meter import Meter
+from contextwright.sentences import split_sentences
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
@@ -24,22 +24,13 @@ __all__ = ["TokenBudget", "sentence_ends"]
 Policy = Literal["greedy", "stop", "truncate", "blocks"]
 _POLICIES = ("greedy", "stop", "truncate", "blocks")
 
-# A sentence ends at . ! ? … (optionally followed by closing quotes or
-# brackets) before whitespace; a single capital or a common abbreviation
-# before the dot does not end one.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*(?=\s+)")
-_NOT_AN_END = re.compile(
-    r"(?:\b(?:[A-Z]|Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e|cf|Fig|No|Vol|approx|Inc|Ltd|Co|U\.S)\.)$"
-)
-
 
 def sentence_ends(text: str) -> list[int]:
-    """Character offsets just after each sentence end in ``text`` (the last is ``len(text)``)."""
-    ends: list[int] = []
-    for m in _SENTENCE_END.finditer(text):
-        if _NOT_AN_END.search(text[max(0, m.start() - 8) : m.start()]):
-            continue
-        ends.append(m.end())
+    """Character offsets just after each sentence end in ``text`` (the last is ``len(text.rstrip())``).
+
+    Uses :func:`contextwright.sentences.split_sentences`, the one splitter of the library.
+    """
+    ends = [end for _, end in split_sentences(text)]
     if not ends or ends[-1] != len(text.rstrip()):
         ends.append(len(text.rstrip()))
     return ends
