@@ -1,0 +1,98 @@
+"""Tests of the order stages."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextwright.errors import ConfigError
+from contextwright.stages.order import (
+    AutoOrder,
+    BookendOrder,
+    ChronologicalOrder,
+    DocumentOrder,
+    LostInTheMiddleOrder,
+    ScoreOrder,
+    order_stage,
+)
+from contextwright.types import Chunk, chunks_from_dicts
+
+
+def scored(*scores: float) -> tuple[Chunk, ...]:
+    return chunks_from_dicts([{"id": f"s{s:g}", "text": f"t{s}", "score": s} for s in scores])
+
+
+def ids(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [c.id for c in result.chunks]
+
+
+def test_score_order_highest_first() -> None:
+    assert ids(ScoreOrder()(scored(1, 3, 2))) == ["s3", "s2", "s1"]
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ((5, 4, 3, 2, 1), ["s5", "s3", "s1", "s2", "s4"]),
+        ((6, 5, 4, 3, 2, 1), ["s6", "s4", "s2", "s1", "s3", "s5"]),
+        ((2, 1), ["s2", "s1"]),
+        ((1,), ["s1"]),
+    ],
+)
+def test_lost_in_the_middle_puts_best_first_for_odd_and_even_counts(scores: tuple, expected: list) -> None:
+    assert ids(LostInTheMiddleOrder()(scored(*scores))) == expected
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [((5, 4, 3, 2, 1), ["s5", "s3", "s2", "s1", "s4"]), ((4, 3, 2, 1), ["s4", "s2", "s1", "s3"]), ((2, 1), ["s2", "s1"])],
+)
+def test_bookend_best_first_second_best_last(scores: tuple, expected: list) -> None:
+    assert ids(BookendOrder()(scored(*scores))) == expected
+
+
+def test_auto_is_relevance_up_to_three_then_bookend() -> None:
+    assert ids(AutoOrder()(scored(1, 2, 3))) == ["s3", "s2", "s1"]
+    assert ids(AutoOrder()(scored(1, 2, 3, 4))) == ["s4", "s2", "s1", "s3"]
+
+
+def test_chronological_orders_by_document_page_index() -> None:
+    chunks = chunks_from_dicts(
+        [
+            {"id": "d10-1", "text": "a", "doc_id": "doc10", "index": 1},
+            {"id": "d2-5", "text": "b", "doc_id": "doc2", "index": 5, "page": 2},
+            {"id": "d2-9", "text": "c", "doc_id": "doc2", "index": 9, "page": 1},
+            {"id": "d10-0", "text": "d", "doc_id": "doc10", "index": 0},
+        ]
+    )
+    assert ids(ChronologicalOrder()(chunks)) == ["d2-9", "d2-5", "d10-0", "d10-1"]
+
+
+def test_document_first_ranks_documents_by_best_chunk() -> None:
+    chunks = chunks_from_dicts(
+        [
+            {"id": "a1", "text": "a", "doc_id": "A", "index": 1, "score": 0.5},
+            {"id": "b0", "text": "b", "doc_id": "B", "index": 0, "score": 0.9},
+            {"id": "a0", "text": "c", "doc_id": "A", "index": 0, "score": 0.1},
+            {"id": "b3", "text": "d", "doc_id": "B", "index": 3, "score": 0.2},
+        ]
+    )
+    assert ids(DocumentOrder()(chunks)) == ["b0", "b3", "a0", "a1"]
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=30))
+def test_every_relevance_order_is_a_permutation_with_the_best_first(scores: list[float]) -> None:
+    chunks = chunks_from_dicts([{"id": str(i), "text": str(i), "score": s} for i, s in enumerate(scores)])
+    best = ScoreOrder()(chunks).chunks[0].id
+    for stage in (ScoreOrder(), LostInTheMiddleOrder(), BookendOrder(), AutoOrder()):
+        out = stage(chunks).chunks
+        assert sorted(c.id for c in out) == sorted(c.id for c in chunks)
+        assert out[0].id == best
+
+
+def test_order_stage_by_name_and_error() -> None:
+    assert isinstance(order_stage("lost-in-the-middle"), LostInTheMiddleOrder)
+    assert isinstance(order_stage("relevance"), ScoreOrder)
+    with pytest.raises(ConfigError, match=r"unknown order 'random'; valid: relevance"):
+        order_stage("random")
