@@ -407,6 +407,7 @@ class SQLiteStore(_LoaderMixin):
         self.table = _check_table(table)
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
+        self._closed = False
         try:
             # ``timeout`` bounds waiting for another process's write lock on the file.
             busy = timeout_s if timeout_s is not None else 60.0
@@ -485,6 +486,8 @@ class SQLiteStore(_LoaderMixin):
                 "(another call holds it); raise timeout_s or use a store per worker."
             )
         try:
+            if self._closed:
+                raise StoreError(f"SQLite store {self.path!r} is closed; open a new one.")
             if limit is not None:
                 deadline = start + limit
                 # SQLite calls this every 1,000 VM steps; a non-zero return interrupts the query.
@@ -498,7 +501,7 @@ class SQLiteStore(_LoaderMixin):
                 ) from None
             raise StoreError(f"SQLite store {self.path!r} fetch failed: {exc}.") from None
         finally:
-            if limit is not None:
+            if limit is not None and not self._closed:
                 self._conn.set_progress_handler(None, 0)
             self._lock.release()
         return [_from_row(r) for r in rows]
@@ -514,6 +517,7 @@ class SQLiteStore(_LoaderMixin):
     def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
         with self._lock:
+            self._closed = True
             self._conn.close()
 
     def __enter__(self) -> SQLiteStore:
