@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import sys
 import threading
 import uuid
