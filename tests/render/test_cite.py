@@ -1,0 +1,49 @@
+"""Tests of citation building and resolution."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextwright.render.cite import build_citations, parse_citation_numbers, resolve_citations
+from contextwright.render.format import get_format
+from contextwright.types import Chunk
+
+
+@pytest.mark.parametrize(
+    ("answer", "numbers"),
+    [
+        ("Paris [1].", [1]),
+        ("Both [1, 3] agree.", [1, 3]),
+        ("See [1-3].", [1, 2, 3]),
+        ("See [2–4]", [2, 3, 4]),
+        ("Per [SOURCE 2] and [source 5].", [2, 5]),
+        ("[2][1] and again [2]", [2, 1]),
+        ("The war [1914-1918] ended.", list(range(1914, 1919))),
+        ("no citations here (1)", []),
+        ("[1; 4 and 6]", [1, 4, 6]),
+    ],
+)
+def test_parse_citation_numbers(answer: str, numbers: list[int]) -> None:
+    assert parse_citation_numbers(answer) == numbers
+
+
+def test_parse_ignores_huge_ranges() -> None:
+    assert parse_citation_numbers("[1-99999]") == []
+
+
+def test_resolve_maps_numbers_to_sources_and_flags_missing() -> None:
+    blocks = [Chunk("a", id="a", source="a.md"), Chunk("b", id="b", source="b.md"), Chunk("c", id="c", source="c.md")]
+    cites = build_citations(blocks, get_format("sources"))
+    assert [c.label for c in cites] == ["[SOURCE 1]", "[SOURCE 2]", "[SOURCE 3]"]
+    result = resolve_citations("Yes [SOURCE 2], also [7] and [1-2].", cites)
+    assert [c.source for c in result.cited] == ["b.md", "a.md"]
+    assert result.missing == (7,) and not result.ok
+    assert [c.source for c in result.uncited] == ["c.md"]
+
+
+def test_citation_carries_snippet_span_and_merged_sources() -> None:
+    chunk = Chunk("word " * 100, id="m", doc_id="d", index=4, also_sources=("mirror.md",), chunk_ids=("m1", "m2"), metadata={"index_span": (4, 5)})
+    (cite,) = build_citations([chunk], get_format("xml"))
+    assert len(cite.snippet) == 200 and cite.snippet.endswith("…")
+    assert cite.chunk_ids == ("m1", "m2") and cite.also_sources == ("mirror.md",)
+    assert cite.index_span == (4, 5)
