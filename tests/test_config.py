@@ -1,0 +1,70 @@
+"""Tests of presets and config round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextwright.config import get_preset, list_presets, pipeline_from_config, pipeline_to_config, register_preset
+from contextwright.errors import ConfigError
+from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOrder
+
+
+@pytest.mark.parametrize(
+    ("preset", "fmt", "order"),
+    [("qa", "xml", "auto_order"), ("citations", "numbered", "score_order"), ("chat", "minimal", "score_order"), ("summarize", "grouped", "chronological_order")],
+)
+def test_presets(preset: str, fmt: str, order: str) -> None:
+    p = pipeline_from_config(preset)
+    assert p.format.name == fmt and p.stages[-1].name == order
+    assert p.stages[0].name == "exact_dedup"
+
+
+def test_order_and_format_overrides_replace_the_preset_ones() -> None:
+    p = pipeline_from_config("qa", order="bookend", format="sources")
+    assert isinstance(p.stages[-1], BookendOrder) and p.format.name == "sources"
+    assert sum(isinstance(s, (BookendOrder, ScoreOrder)) for s in p.stages) == 1
+
+
+def test_round_trip_through_config() -> None:
+    for name in list_presets():
+        p = pipeline_from_config(name)
+        if any(getattr(s, "requires", ()) and "store" in s.requires for s in p.stages):
+            continue
+        assert pipeline_from_config(pipeline_to_config(p)) == p
+
+
+def test_config_files(tmp_path: Path) -> None:
+    toml = tmp_path / "mine.toml"
+    toml.write_text('format = "numbered"\n[[stages]]\ntype = "min_score"\nmin_score = 0.2\n[[stages]]\ntype = "chronological_order"\n')
+    p = pipeline_from_config(toml)
+    assert p.name == "mine" and p.format.name == "numbered" and isinstance(p.stages[1], ChronologicalOrder)
+    js = tmp_path / "mine.json"
+    js.write_text(json.dumps({"preset": "qa", "format": "markdown"}))
+    assert pipeline_from_config(str(js)).format.name == "markdown"
+
+
+@pytest.mark.parametrize(
+    ("config", "pattern"),
+    [
+        ("nope", r"unknown preset 'nope'; valid: .*qa"),
+        ({"stages": "x"}, r"config 'stages' must be a list"),
+        ({"stages": [{"type": "shuffle"}]}, r"stages\[0\]: unknown stage type 'shuffle'; known: .*exact_dedup"),
+        ({"stages": [{"type": "top_k", "n": 3}]}, r"stages\[0\]: stage 'top_k' has no setting 'n'; valid settings: k"),
+        ({"stages": [{"kind": "top_k"}]}, r"a stage config must be an object with a 'type' key"),
+        ("missing.toml", r"cannot read config file 'missing.toml'"),
+    ],
+)
+def test_config_errors_name_the_problem(config: object, pattern: str) -> None:
+    with pytest.raises(ConfigError, match=pattern):
+        pipeline_from_config(config)  # type: ignore[arg-type]
+
+
+def test_register_preset_validates_and_copies() -> None:
+    register_preset("mine", {"stages": [{"type": "top_k", "k": 2}], "format": "minimal"})
+    assert get_preset("mine")["stages"][0]["k"] == 2
+    with pytest.raises(ConfigError):
+        register_preset("broken", {"stages": [{"type": "top_k", "k": -1}]})
+    assert "broken" not in list_presets()
