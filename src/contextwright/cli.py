@@ -60,6 +60,13 @@ if typer is not None:
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON (JSONL for several queries).")] = False,
         report: Annotated[bool, typer.Option("--report", help="Print the per-stage report to stderr.")] = False,
         limit: Annotated[int | None, typer.Option(help="Assemble at most this many queries.")] = None,
+        store: Annotated[
+            str | None,
+            typer.Option(help="Chunk store URL for expansion: sqlite:///nq.db, postgresql://..., memory://."),
+        ] = None,
+        expand: Annotated[
+            int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
+        ] = None,
     ) -> None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
@@ -70,14 +77,28 @@ if typer is not None:
 
         out = Console(highlight=False, soft_wrap=True)
         try:
+            resources: dict[str, Any] = {}
+            config: Any = preset
+            if expand is not None:
+                if store is None:
+                    fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+                from contextwright.config import pipeline_from_config
+                from contextwright.stages.expand import with_expansion
+
+                config = with_expansion(pipeline_from_config(preset), window=expand)
+            if store is not None:
+                from contextwright.stores import open_store
+
+                resources["store"] = open_store(store)
             assembler = Assembler(
-                preset,
+                config,
                 model=model,
                 budget=budget,
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
                 output_tokens=output_tokens,
+                **resources,
             )
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
@@ -116,6 +137,141 @@ if typer is not None:
                 "; ".join(x for x in (drops, changes) if x),
             )
         err.print(table)
+
+    # -- serve / inspect (service.py, inspector.py) ---------------------------
+
+    @app.command("serve")
+    def serve_cmd(
+        host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
+        port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+        workers: Annotated[int | None, typer.Option(help="uvicorn worker processes (default 1).")] = None,
+        config: Annotated[str | None, typer.Option(help="Service TOML file (else $CONTEXTWRIGHT_CONFIG).")] = None,
+        log_level: Annotated[str | None, typer.Option(help="uvicorn log level.")] = None,
+    ) -> None:
+        """Run the HTTP service (POST /v1/assemble, /metrics, the inspector at /)."""
+        import os
+
+        from contextwright.errors import ContextwrightError
+        from contextwright.service import ServiceConfig, create_app
+
+        try:
+            import uvicorn
+        except ImportError:
+            fail("the service needs the 'service' extra: pip install 'contextwright[service]'")
+        try:
+            cfg = ServiceConfig.load(config, host=host, port=port, workers=workers, log_level=log_level)
+            if cfg.workers == 1:
+                uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=cfg.log_level)
+                return
+            create_app(cfg)  # fail here, once, rather than in every worker
+        except ContextwrightError as exc:
+            fail(str(exc))
+        # Worker processes build their app from the import string; the settings travel as
+        # CONTEXTWRIGHT_* variables, which ServiceConfig.load reads in each worker.
+        os.environ.update(cfg.to_env())
+        uvicorn.run(
+            "contextwright.service:create_app",
+            factory=True,
+            host=cfg.host,
+            port=cfg.port,
+            workers=cfg.workers,
+            log_level=cfg.log_level,
+        )
+
+    @app.command("inspect")
+    def inspect_cmd(
+        file: Annotated[str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")],
+        html: Annotated[str, typer.Option("--html", help="Where to write the page.")] = "inspect.html",
+        query: Annotated[str | None, typer.Option("--query", "-q", help="The query (default: from the input).")] = None,
+        model: Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")] = None,
+        budget: Annotated[int | None, typer.Option(help="Documents budget in tokens.")] = None,
+        preset: Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")] = "qa",
+        format: Annotated[str | None, typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown.")] = None,
+        order: Annotated[str | None, typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto.")] = None,
+        tokenizer: Annotated[str | None, typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, chars.")] = None,
+        item: Annotated[int, typer.Option("--item", help="Which query of a query file (0-based).")] = 0,
+    ) -> None:
+        """Write a self-contained HTML page showing how one context was assembled."""
+        from pathlib import Path
+
+        from contextwright.assembler import Assembler
+        from contextwright.errors import ContextwrightError
+        from contextwright.inspector import inspection, render_page
+        from contextwright.io import read_items
+
+        try:
+            assembler = Assembler(
+                preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order
+            )
+            items = list(read_items(file, limit=item + 1))
+            if item < 0 or item >= len(items):
+                fail(f"--item {item} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}.")
+            job = items[item]
+            q = query if query is not None else job.query
+            ctx = assembler.assemble(q, job.chunks)
+            options = {"preset": preset, "model": model, "budget": budget, "format": format, "order": order}
+            page = render_page(inspection(ctx, assembler, job.chunks, options=options))
+        except ContextwrightError as exc:
+            fail(str(exc))
+        try:
+            Path(html).write_text(page, encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {html!r}: {exc.strerror}")
+        from rich.markup import escape
+
+        err.print(f"[dim]{escape(ctx.report.summary())}[/] → {escape(html)}", highlight=False)
+
+    # -- index: load a corpus into a chunk store --------------------------------
+
+    @app.command("index")
+    def index_cmd(
+        corpus: Annotated[
+            str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with doc_id and index.")
+        ],
+        db: Annotated[
+            str, typer.Option("--db", help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://...")
+        ] = "sqlite:///contextwright.db",
+        table: Annotated[str, typer.Option(help="Table name in the store.")] = "chunks",
+    ) -> None:
+        """Load a chunk corpus into a store (for neighbour expansion), in one transaction."""
+        import time
+
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from contextwright.errors import ContextwrightError
+        from contextwright.stores import open_store, redact_url
+
+        start = time.perf_counter()
+        try:
+            with (
+                open_store(db, table=table) as chunk_store,
+                Progress(
+                    TextColumn("indexing"),
+                    BarColumn(),
+                    DownloadColumn(),
+                    TextColumn("{task.fields[chunks]:,} chunks"),
+                    TimeElapsedColumn(),
+                    console=err,
+                    transient=True,
+                ) as bar,
+            ):
+                task = bar.add_task("index", total=None, chunks=0)
+
+                def progress(chunks: int, done: int, total: int) -> None:
+                    if total:
+                        bar.update(task, completed=done, total=total, chunks=chunks)
+                    else:
+                        bar.update(task, chunks=chunks)
+
+                count = chunk_store.load_jsonl(corpus, progress=progress)
+                stored = chunk_store.count()
+        except ContextwrightError as exc:
+            fail(str(exc))
+        elapsed = time.perf_counter() - start
+        Console(highlight=False).print(
+            f"indexed {count:,} chunks into {redact_url(db)} (table {table}, {stored:,} in total) "
+            f"in {elapsed:.2f} s"
+        )
 
 
 def main(argv: list[str] | None = None) -> Any:
