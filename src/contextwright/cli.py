@@ -229,7 +229,8 @@ if typer is not None:
             str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with doc_id and index.")
         ],
         db: Annotated[
-            str, typer.Option("--db", help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://...")
+            str,
+            typer.Option("--db", help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://..."),
         ] = "sqlite:///contextwright.db",
         table: Annotated[str, typer.Option(help="Table name in the store.")] = "chunks",
     ) -> None:
@@ -268,7 +269,7 @@ if typer is not None:
         except ContextwrightError as exc:
             fail(str(exc))
         elapsed = time.perf_counter() - start
-        Console(highlight=False).print(
+        Console(highlight=False, soft_wrap=True).print(
             f"indexed {count:,} chunks into {redact_url(db)} (table {table}, {stored:,} in total) "
             f"in {elapsed:.2f} s"
         )

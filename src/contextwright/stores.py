@@ -56,6 +56,7 @@ __all__ = [
     "merge_ranges",
     "open_store",
     "read_jsonl",
+    "redact_url",
 ]
 
 logger = logging.getLogger(__name__)
@@ -573,7 +574,7 @@ class PostgresStore(_LoaderMixin):
         self.table = _check_table(table)
         self.timeout_s = float(timeout_s)
         self._psycopg = psycopg
-        self._label = _redact(dsn)
+        self._label = redact_url(dsn)
         ms = max(1, round(self.timeout_s * 1000))
         try:
             self._pool = ConnectionPool(
@@ -735,7 +736,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _redact(dsn: str) -> str:
+def redact_url(dsn: str) -> str:
     """The DSN without its password, for messages and logs."""
     dsn = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
     return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
@@ -778,6 +779,6 @@ def open_store(url: str, **options: Any) -> InMemoryStore | SQLiteStore | Postgr
     if sep and (scheme in ("postgresql", "postgres") or scheme.startswith("postgresql+")):
         return PostgresStore("postgresql://" + rest, **options)
     raise ConfigError(
-        f"unknown store URL {_redact(url)!r}; expected sqlite:///path.db, sqlite://:memory:, "
+        f"unknown store URL {redact_url(url)!r}; expected sqlite:///path.db, sqlite://:memory:, "
         "postgresql://user:password@host/db or memory://."
     )
