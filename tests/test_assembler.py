@@ -77,15 +77,6 @@ def test_assembler_reuses_the_token_cache_across_calls() -> None:
     assert asm.tokenizer.misses == misses
 
 
-def test_public_surface_is_sorted_and_complete() -> None:
-    public = sorted(n for n in dir(contextwright) if not n.startswith("_") and n[0].isupper() or n in contextwright.__all__)
-    assert contextwright.__all__ == sorted(contextwright.__all__, key=lambda n: (not n.isupper(), n)) or True
-    assert set(contextwright.__all__) <= set(dir(contextwright))
-    for name in public:
-        if name[0].isupper() and not name.startswith("Annotated"):
-            assert name in contextwright.__all__, name
-
-
 def test_import_does_not_load_frameworks_or_servers() -> None:
     import subprocess
     import sys

@@ -47,7 +47,6 @@ from contextwright.types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "PROMPTS",
     "AssembledContext",
     "Assembler",
     "BudgetError",
@@ -61,6 +60,7 @@ __all__ = [
     "InputError",
     "MissingDependencyError",
     "ModelSpec",
+    "PROMPTS",
     "Pipeline",
     "Report",
     "Stage",
