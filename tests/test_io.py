@@ -1,0 +1,62 @@
+"""Tests of the input reader."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from contextwright.errors import InputError
+from contextwright.io import read_items
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_json_array_of_chunks(tmp_path: Path) -> None:
+    (item,) = read_items(write(tmp_path / "a.json", json.dumps([{"text": "a"}, {"text": "b"}])))
+    assert [c["text"] for c in item.chunks] == ["a", "b"] and item.query == ""
+
+
+def test_json_object_with_query(tmp_path: Path) -> None:
+    (item,) = read_items(write(tmp_path / "a.json", json.dumps({"query": "q?", "chunks": [{"text": "a"}]})))
+    assert item.query == "q?"
+
+
+def test_jsonl_of_chunks_and_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        f.write('{"text": "a"}\n\n{"text": "b"}\n')
+    (item,) = read_items(path)
+    assert len(item.chunks) == 2
+
+
+def test_jsonl_of_queries_with_limit(dev_queries: list, tmp_path: Path) -> None:
+    path = write(tmp_path / "q.jsonl", "\n".join(json.dumps(q) for q in dev_queries[:3]))
+    items = list(read_items(path, limit=2))
+    assert [i.id for i in items] == ["nq-0000", "nq-0001"] and items[0].query == dev_queries[0]["question"]
+    assert items[0].extra["answers"] == dev_queries[0]["answers"]
+
+
+@pytest.mark.parametrize(
+    ("content", "pattern"),
+    [
+        ("", r"is empty; expected JSON or JSON Lines"),
+        ('{"text": "a"}\n{"text": ', r"line 2 of .* is not valid JSON"),
+        ('[{"text": "a"}', r"is not valid JSON"),
+        ('{"text": "a"}\n{"question": "q", "chunks": []}', r"line 2 .* is a query \(has 'chunks'\) but earlier lines were chunks"),
+        ('{"question": "q", "chunks": "x"}', r"input\.chunks must be a list of chunk objects; got str"),
+    ],
+)
+def test_bad_input_is_named(tmp_path: Path, content: str, pattern: str) -> None:
+    with pytest.raises(InputError, match=pattern):
+        list(read_items(write(tmp_path / "bad.jsonl", content)))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"does not exist\. Pass a JSON/JSONL file or '-'"):
+        list(read_items(tmp_path / "nope.json"))
