@@ -122,7 +122,16 @@ class ExpandNeighbors:
             if c.doc_id is not None and c.index is not None:  # always, but narrows the types
                 by_doc.setdefault(c.doc_id, []).append((c.index, c.score, c.rank))
         w = self.window
-        ranges = {d: [(max(0, i - w), i + w) for i, _, _ in hits] for d, hits in by_doc.items()}
+        # Ask only for positions not already present: fewer rows to ship and build.
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        for d, hits in by_doc.items():
+            have = {i for i, _, _ in hits}
+            want = sorted({j for i in have for j in range(max(0, i - w), i + w + 1)} - have)
+            if want:
+                ranges[d] = _runs(want)
+        if not ranges:
+            notes.insert(0, "every neighbour in the window is already present; nothing to fetch")
+            return StageResult.of(self.name, inputs, inputs, notes=notes)
 
         try:
             fetched = store.fetch(ranges, timeout_s=self.timeout_s)
@@ -171,7 +180,7 @@ class ExpandNeighbors:
         ]
         notes.insert(
             0,
-            f"added {len(added)} neighbour(s) of {len(parents)} chunk(s) in {len(by_doc)} document(s) "
+            f"added {len(added)} neighbour(s) of {len(parents)} chunk(s) in {len(ranges)} document(s) "
             f"(window ±{w}, factor {self.factor:g}) with one store call",
         )
         return StageResult.of(
@@ -181,6 +190,17 @@ class ExpandNeighbors:
             added=[c.id for c in added],
             notes=notes,
         )
+
+
+def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted distinct indices as inclusive ``(first, last)`` runs: [1, 2, 3, 7] -> [(1, 3), (7, 7)]."""
+    runs: list[tuple[int, int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
 
 
 def with_expansion(
