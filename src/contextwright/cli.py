@@ -274,6 +274,96 @@ if typer is not None:
             f"in {elapsed:.2f} s"
         )
 
+    # -- eval (contextwright.eval) ---------------------------------------------
+
+    @app.command("eval")
+    def eval_cmd(
+        data: Annotated[
+            str, typer.Argument(help="JSONL(.gz) of queries with labelled chunks (has_answer) and answers.")
+        ],
+        budget: Annotated[
+            str, typer.Option("--budget", "-b", help="Budgets in tokens, comma-separated.")
+        ] = "300,500,1000,1500",
+        strategy: Annotated[
+            str | None,
+            typer.Option(
+                "--strategy", "-s", help="naive, greedy, preset names, comma-separated (default: all)."
+            ),
+        ] = None,
+        config: Annotated[
+            list[str] | None,
+            typer.Option("--config", "-c", help="A .toml/.json config to evaluate too (repeatable)."),
+        ] = None,
+        limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
+        workers: Annotated[int, typer.Option(help="Worker processes (results are identical to 1).")] = 1,
+        tokenizer: Annotated[str, typer.Option(help="Tokenizer that defines the budget.")] = "cl100k_base",
+        prior: Annotated[
+            str | None,
+            typer.Option(help="Positional prior .json/.toml (default: Liu et al. 2024, GPT-3.5, 20 docs)."),
+        ] = None,
+        corpus: Annotated[
+            str | None,
+            typer.Option(help="Chunk corpus JSONL(.gz): opens a SQLite store for strategies that expand."),
+        ] = None,
+        json_out: Annotated[
+            str | None, typer.Option("--json", help="Write the full results as JSON here.")
+        ] = None,
+        html_out: Annotated[
+            str | None, typer.Option("--html", help="Write a self-contained HTML report here.")
+        ] = None,
+    ) -> None:
+        """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from contextwright.errors import ContextwrightError
+        from contextwright.eval import default_strategies, evaluate, load_queries
+        from contextwright.eval.report import render_table, to_json, write_html
+
+        try:
+            budgets = [int(b) for b in _csv(budget)]
+        except ValueError:
+            fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
+        names: list[str] = _csv(strategy) if strategy else default_strategies()
+        try:
+            queries = load_queries(data, limit=limit)
+            with Progress(
+                TextColumn("eval"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("queries"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            ) as bar:
+                task = bar.add_task("eval", total=len(queries))
+                result = evaluate(
+                    queries,
+                    [*names, *(config or [])],
+                    budgets,
+                    tokenizer=tokenizer,
+                    prior=prior,
+                    corpus=corpus,
+                    workers=workers,
+                    progress=lambda done, total: bar.update(task, completed=done),
+                )
+            for name, reason in result.skipped.items():
+                err.print(f"[yellow]skipped {name}:[/] {reason}", highlight=False)
+            table = render_table(result)
+            out = Console(highlight=False)
+            needed = out.measure(table, options=out.options.update_width(1_000)).maximum
+            if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
+                out = Console(highlight=False, width=needed)
+            out.print(table)
+            meta = {"data": data}
+            if json_out:
+                to_json(result, json_out, meta=meta)
+                err.print(f"wrote {json_out}", highlight=False)
+            if html_out:
+                write_html(result, html_out, meta=meta)
+                err.print(f"wrote {html_out}", highlight=False)
+        except ContextwrightError as exc:
+            fail(str(exc))
+
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``contextwright`` script."""

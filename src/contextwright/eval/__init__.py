@@ -59,7 +59,7 @@ from contextwright.eval.strategies import (
 )
 
 if TYPE_CHECKING:
-    from contextwright.eval.report import render_table, to_json, write_html
+    from contextwright.eval.report import render_html, render_table, to_json, write_html
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -94,6 +94,7 @@ __all__ = [
     "percentile",
     "query_from_dict",
     "redundancy",
+    "render_html",
     "render_table",
     "score_output",
     "summarize",
@@ -101,7 +102,7 @@ __all__ = [
     "write_html",
 ]
 
-_REPORT = frozenset({"render_table", "to_json", "write_html"})
+_REPORT = frozenset({"render_html", "render_table", "to_json", "write_html"})
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,353 @@
+"""Reports of an evaluation: a Rich table, JSON, and a self-contained HTML page with plots.
+
+Rich and matplotlib are imported inside the functions that need them, so the
+metrics stay importable without the ``eval`` extra. The HTML page embeds its
+plots as inline SVG (text drawn as paths, no fonts to fetch) and references no
+external asset: it opens offline, from a file or an e-mail attachment.
+
+Example:
+    >>> from rich.console import Console
+    >>> Console().print(render_table(result))
+    >>> write_html(result, "report.html")
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from contextwright.errors import missing_extra
+from contextwright.eval.metrics import REDUNDANCY_SHINGLE
+from contextwright.eval.runner import EvalResult, Summary
+
+__all__ = ["COLUMNS", "DEFINITIONS", "render_html", "render_table", "to_json", "write_html"]
+
+#: What each column of the table means (also printed in the HTML report).
+DEFINITIONS: dict[str, str] = {
+    "ans%": "answer-text retention: share of answerable queries (some retrieved chunk bears an answer) "
+    "whose output has a block containing an answer as whole words after normalization; "
+    "a block cut mid-answer does not count",
+    "chunk%": "answer-bearing chunk retention: answer-bearing input chunks among the output blocks' "
+    "member ids (citation chunk_ids), pooled over queries; folded duplicates do not count",
+    "pos": "mean normalized position (0 first block, 1 last) of the first answer-bearing block, "
+    "over outputs that have one",
+    "mid%": "share of those outputs whose first answer-bearing block lies in the middle third "
+    "(1/3 <= position <= 2/3)",
+    "hard …": "the same on the hard subset: answerable queries whose first answer-bearing chunk "
+    "is not at retrieval rank 0",
+    "E[acc]%": "expected accuracy under the positional prior, interpolated at the first "
+    "answer-bearing block's position; closed-book accuracy when no block bears an answer",
+    "tokens": "mean tokens of the output text, counted again independently with the tokenizer",
+    "util%": "mean tokens / budget",
+    "red%": f"redundancy: share of output words inside a word {REDUNDANCY_SHINGLE}-shingle "
+    "that already occurred in an earlier block (overlaps and near-duplicates), pooled",
+    "viol": "outputs over budget (independent count)",
+    "p50/p95 ms": "median and 95th-percentile (nearest rank) latency of one assembly",
+}
+
+#: (header, subset, attribute, kind) of the table's columns.
+COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("ans%", "all", "answer_retention", "pct"),
+    ("chunk%", "all", "chunk_retention", "pct"),
+    ("pos", "all", "position_mean", "pos"),
+    ("mid%", "all", "middle_share", "pct"),
+    ("hard ans%", "hard", "answer_retention", "pct"),
+    ("hard pos", "hard", "position_mean", "pos"),
+    ("hard mid%", "hard", "middle_share", "pct"),
+    ("E[acc]%", "all", "expected_accuracy", "acc"),
+    ("tokens", "all", "tokens_mean", "int"),
+    ("util%", "all", "utilisation", "pct"),
+    ("red%", "all", "redundancy", "pct"),
+    ("viol", "all", "violations", "count"),
+    ("p50 ms", "all", "latency_p50_ms", "ms"),
+    ("p95 ms", "all", "latency_p95_ms", "ms"),
+)
+
+
+def _fmt(value: Any, kind: str) -> str:
+    if value is None:
+        return "–"
+    if kind == "pct":
+        return f"{100 * value:.1f}"
+    if kind == "pos":
+        return f"{value:.2f}"
+    if kind == "acc":
+        return f"{value:.1f}"
+    if kind == "int":
+        return f"{value:,.0f}"
+    if kind == "ms":
+        return f"{value:.1f}"
+    return str(value)
+
+
+def _rows(result: EvalResult) -> list[tuple[str, int, list[str]]]:
+    index: dict[tuple[str, int, str], Summary] = {
+        (s.strategy, s.budget, s.subset): s for s in result.summaries
+    }
+    rows = []
+    for name, _ in result.strategies:
+        for budget in result.budgets:
+            cells = []
+            for _, subset, attr, kind in COLUMNS:
+                s = index.get((name, budget, subset))
+                cells.append(_fmt(getattr(s, attr) if s is not None else None, kind))
+            rows.append((name, budget, cells))
+    return rows
+
+
+def _caption(result: EvalResult) -> str:
+    m = result.meta
+    return (
+        f"{m.get('queries', '?')} queries ({m.get('answerable', '?')} answerable, {m.get('hard', '?')} hard) · "
+        f"tokenizer {m.get('tokenizer', '?')} · prior {m.get('prior', {}).get('name', '?')}"
+    )
+
+
+def render_table(result: EvalResult, *, title: str | None = None) -> Any:
+    """The summary as a Rich :class:`~rich.table.Table`, one row per strategy and budget.
+
+    Raises:
+        MissingDependencyError: without Rich (extra ``eval``).
+    """
+    try:
+        from rich.markup import escape
+        from rich.table import Table
+    except ImportError:
+        raise missing_extra("rich", "eval") from None
+    table = Table(title=title, caption=_caption(result), title_justify="left", caption_justify="left")
+    table.add_column("strategy", no_wrap=True)
+    table.add_column("budget", justify="right")
+    for header, *_ in COLUMNS:
+        table.add_column(escape(header), justify="right")
+    previous = None
+    for name, budget, cells in _rows(result):
+        if previous is not None and name != previous:
+            table.add_section()
+        table.add_row(escape(name), str(budget), *cells)
+        previous = name
+    return table
+
+
+def to_json(
+    result: EvalResult, path: str | Path | None = None, *, meta: Mapping[str, Any] | None = None
+) -> str:
+    """The result as JSON (written to ``path`` when given); ``meta`` is merged into its ``meta``."""
+    data = result.to_dict()
+    data["meta"] = {**data["meta"], **(meta or {})}
+    data["definitions"] = DEFINITIONS
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    if path is not None:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+# -- HTML ----------------------------------------------------------------------------------------------
+
+_SVG_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
+_SVG_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+_SVG_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+
+
+def _svg(fig: Any) -> str:
+    """The figure as inline SVG, without the prolog, metadata and namespace URLs HTML does not need."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    text = _SVG_PROLOG.sub("", buf.getvalue(), count=1)
+    text = _SVG_METADATA.sub("", text)
+    return _SVG_XMLNS.sub("", text)
+
+
+def _colors(names: Sequence[str]) -> dict[str, Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+def _line_plot(result: EvalResult, attr: str, ylabel: str, *, subsets: Sequence[str], scale: float) -> str:
+    from matplotlib.figure import Figure
+
+    names = [n for n, _ in result.strategies]
+    colors = _colors(names)
+    fig = Figure(figsize=(5.2 * len(subsets), 3.6))
+    axes = fig.subplots(1, len(subsets), squeeze=False)[0]
+    for ax, subset in zip(axes, subsets, strict=True):
+        for name in names:
+            xs, ys = [], []
+            for s in result.summaries:
+                value = getattr(s, attr)
+                if s.strategy == name and s.subset == subset and value is not None:
+                    xs.append(s.budget)
+                    ys.append(value * scale)
+            ax.plot(xs, ys, marker="o", label=name, color=colors[name])
+        if attr == "tokens_mean":
+            ax.plot(list(result.budgets), list(result.budgets), ls="--", color="0.5", label="budget")
+        ax.set_xlabel("budget (tokens)")
+        ax.set_ylabel(ylabel)
+        ax.set_title("all queries" if subset == "all" else "hard subset (answer not at rank 0)")
+        ax.set_xticks(list(result.budgets))
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize="small", loc="best")
+    return _svg(fig)
+
+
+def _position_plot(result: EvalResult) -> str:
+    from matplotlib.figure import Figure
+
+    names = [n for n, _ in result.strategies]
+    budgets = list(result.budgets)
+    cols = min(3, max(1, len(names)))
+    rows = max(1, -(-len(names) // cols))
+    fig = Figure(figsize=(4.2 * cols, 2.9 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    bins = [i / 10 for i in range(11)]
+    from matplotlib import colormaps
+
+    shades = colormaps["viridis"]
+    for k, ax in enumerate(axes.flat):
+        if k >= len(names):
+            ax.set_visible(False)
+            continue
+        name = names[k]
+        for j, budget in enumerate(budgets):
+            pos = [
+                r.position
+                for r in result.results
+                if r.strategy == name and r.budget == budget and r.position is not None
+            ]
+            color = shades(j / max(1, len(budgets) - 1) * 0.85)
+            ax.hist(pos, bins=bins, histtype="step", lw=1.6, color=color, label=str(budget))
+        ax.axvspan(1 / 3, 2 / 3, color="0.9", zorder=0)
+        ax.set_title(name, fontsize="medium")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("position of first answer-bearing block")
+        if k % cols == 0:
+            ax.set_ylabel("queries")
+        if k == 0:
+            ax.legend(title="budget", fontsize="x-small", title_fontsize="x-small")
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _plots(result: EvalResult) -> list[tuple[str, str]]:
+    try:
+        import matplotlib
+    except ImportError:
+        raise missing_extra("matplotlib", "eval") from None
+    with matplotlib.rc_context({"svg.hashsalt": "contextwright", "svg.fonttype": "path"}):
+        return [
+            (
+                "Answer-text retention vs budget",
+                _line_plot(
+                    result, "answer_retention", "answer retained (%)", subsets=("all", "hard"), scale=100
+                ),
+            ),
+            (
+                "Expected accuracy under the positional prior",
+                _line_plot(
+                    result, "expected_accuracy", "expected accuracy (%)", subsets=("all", "hard"), scale=1
+                ),
+            ),
+            (
+                "Position of the first answer-bearing block (grey: the middle third)",
+                _position_plot(result),
+            ),
+            (
+                "Tokens used vs budget",
+                _line_plot(result, "tokens_mean", "mean tokens", subsets=("all",), scale=1),
+            ),
+        ]
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;
+padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
+th:first-child,td:first-child{text-align:left}
+tr.first td{border-top:2px solid #999}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:600}dd{margin:0}
+figure{margin:1em 0}figure svg{max-width:100%;height:auto}
+pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:12px}
+.meta{color:#555}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def render_html(
+    result: EvalResult, *, title: str = "contextwright eval", meta: Mapping[str, Any] | None = None
+) -> str:
+    """The HTML report as a string (see :func:`write_html`)."""
+    info = {**result.meta, **(meta or {})}
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta">{_e(_caption(result))}'
+        + (f" · data {_e(info['data'])}" if "data" in info else "")
+        + f" · budgets {_e(', '.join(str(b) for b in result.budgets))}</p>",
+        "<h2>Summary</h2><table><thead><tr><th>strategy</th><th>budget</th>",
+        *(f"<th>{_e(h)}</th>" for h, *_ in COLUMNS),
+        "</tr></thead><tbody>",
+    ]
+    previous = None
+    for name, budget, cells in _rows(result):
+        cls = ' class="first"' if previous is not None and name != previous else ""
+        parts.append(
+            f"<tr{cls}><td>{_e(name)}</td><td>{budget}</td>" + "".join(f"<td>{_e(c)}</td>" for c in cells)
+        )
+        parts.append("</tr>")
+        previous = name
+    parts.append("</tbody></table>")
+    if result.skipped:
+        parts.append("<h2>Skipped strategies</h2><ul>")
+        parts.extend(f"<li><b>{_e(n)}</b>: {_e(r)}</li>" for n, r in result.skipped.items())
+        parts.append("</ul>")
+    for heading, svg in _plots(result):
+        parts.append(f"<h2>{_e(heading)}</h2><figure>{svg}</figure>")
+    parts.append("<h2>Definitions</h2><dl>")
+    parts.extend(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in DEFINITIONS.items())
+    parts.append("</dl>")
+    prior = info.get("prior", {})
+    parts.append(f"<h2>Positional prior</h2><p>{_e(prior.get('source', ''))}</p>")
+    parts.append(f"<pre>{_e(json.dumps(prior, indent=1))}</pre>")
+    parts.append("<h2>Strategies</h2>")
+    for name, description in result.strategies:
+        parts.append(
+            f"<h3>{_e(name)}</h3><pre>{_e(json.dumps(description, indent=1, ensure_ascii=False))}</pre>"
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_html(
+    result: EvalResult,
+    path: str | Path,
+    *,
+    title: str = "contextwright eval",
+    meta: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the self-contained HTML report: summary table, plots as inline SVG, definitions.
+
+    Plots: answer retention vs budget per strategy (all queries and the hard
+    subset), expected accuracy vs budget, histograms of the first
+    answer-bearing block's position per strategy and budget, and tokens used
+    vs budget.
+
+    Raises:
+        MissingDependencyError: without matplotlib (extra ``eval``).
+    """
+    out = Path(path)
+    out.write_text(render_html(result, title=title, meta=meta), encoding="utf-8")
+    return out
