@@ -300,7 +300,6 @@ def test_postgres_fetch_blocked_by_a_lock_times_out(pg_dsn: str) -> None:
             store.drop_table()
 
 
-@pytest.mark.postgres
 def test_postgres_without_a_server_raises_store_error_without_the_password() -> None:
     pytest.importorskip("psycopg")
     with pytest.raises(

@@ -592,22 +592,32 @@ class PostgresStore(_LoaderMixin):
             )
             self._pool.open(wait=True, timeout=self.timeout_s)
         except Exception as exc:
+            pool = getattr(self, "_pool", None)
+            if pool is not None:
+                pool.close()  # stop its background connection attempts
             raise StoreError(
                 f"cannot connect to PostgreSQL store {self._label}: {_reason(exc)}. "
                 "Check the DSN and that the server is running."
             ) from None
+        try:
+            self._create_table()
+        except StoreError:
+            self._pool.close()
+            raise
+        self._fetch_sql = (
+            f"SELECT {', '.join('c.' + c for c in _COLUMNS)} "
+            "FROM unnest(%s::text[], %s::int[], %s::int[]) AS r(doc_id, lo, hi) "
+            f"JOIN {self.table} AS c ON c.doc_id = r.doc_id AND c.idx BETWEEN r.lo AND r.hi "
+            "ORDER BY c.doc_id, c.idx"
+        )
+
+    def _create_table(self) -> None:
         self._run(
             f"CREATE TABLE IF NOT EXISTS {self.table} ("
             "doc_id text NOT NULL, idx integer NOT NULL, id text NOT NULL, text text NOT NULL, "
             "title text, source text, section text, page integer, line integer, "
             "metadata jsonb, embedding double precision[], PRIMARY KEY (doc_id, idx))",
             what="create table",
-        )
-        self._fetch_sql = (
-            f"SELECT {', '.join('c.' + c for c in _COLUMNS)} "
-            "FROM unnest(%s::text[], %s::int[], %s::int[]) AS r(doc_id, lo, hi) "
-            f"JOIN {self.table} AS c ON c.doc_id = r.doc_id AND c.idx BETWEEN r.lo AND r.hi "
-            "ORDER BY c.doc_id, c.idx"
         )
 
     def _run(self, sql: str, params: Sequence[Any] = (), *, what: str) -> list[tuple[Any, ...]]:
