@@ -54,6 +54,7 @@ def test_index_reads_gzip_and_relative_sqlite_urls(tmp_path: Path, monkeypatch: 
     [
         ("missing.jsonl", "sqlite:///x.db", r"cannot read corpus 'missing.jsonl'"),
         (str(FIXTURE), "mysql://host/db", r"unknown store URL 'mysql://host/db'"),
+        (str(FIXTURE), "memory://", r"--db memory:// keeps nothing once the command exits"),
     ],
 )
 def test_index_fails_with_exit_code_2_and_a_readable_message(

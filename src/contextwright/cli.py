@@ -242,6 +242,10 @@ if typer is not None:
         from contextwright.errors import ContextwrightError
         from contextwright.stores import open_store, redact_url
 
+        if db.lower().startswith("memory://"):
+            fail(
+                "--db memory:// keeps nothing once the command exits; use sqlite:///path.db or postgresql://..."
+            )
         start = time.perf_counter()
         try:
             with (
