@@ -88,6 +88,14 @@ class Assembler:
         if budget is None:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
+    def clear_caches(self) -> None:
+        """Forget cached token counts, rendered bodies and dedup keys (for cold benchmarks)."""
+        from contextwright.stages.dedup import _exact_key
+
+        self.tokenizer.clear()
+        self.pipeline._bodies.clear()
+        _exact_key.cache_clear()
+
     def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:
         """The zone breakdown for ``query`` (explicit ``budget`` wins)."""
         explicit = budget if budget is not None else self.budget

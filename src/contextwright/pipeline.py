@@ -34,6 +34,8 @@ __all__ = ["Pipeline"]
 
 logger = logging.getLogger(__name__)
 
+_MAX_BODIES = 65_536
+
 
 @dataclass(frozen=True, slots=True)
 class Pipeline:
@@ -51,6 +53,9 @@ class Pipeline:
     format: Format = field(default_factory=lambda: get_format("xml"))
     verify: Literal["auto", "always"] = "auto"
     name: str = "custom"
+    # Rendered bodies by chunk text, kept across calls (escaping is a pure
+    # function of the text and the format); bounded by clearing.
+    _bodies: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stages", tuple(self.stages))
@@ -84,7 +89,9 @@ class Pipeline:
             resources: Extra things stages may require (``store``, ``embedder``).
         """
         inputs = chunks_from_dicts(chunks)
-        meter = Meter(self.format, tokenizer)
+        if len(self._bodies) > _MAX_BODIES:
+            self._bodies.clear()
+        meter = Meter(self.format, tokenizer, self._bodies)
         env: dict[str, Any] = {
             "query": query,
             "tokenizer": tokenizer,

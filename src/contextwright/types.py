@@ -6,6 +6,7 @@ they copy it with :func:`dataclasses.replace`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import unicodedata
@@ -64,6 +65,42 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "title": ("title", "doc_title", "document_title"),
     "section": ("section", "heading", "header"),
 }
+_FIELD_OF: dict[str, tuple[str, int]] = {
+    alias: (name, priority) for name, aliases in _ALIASES.items() for priority, alias in enumerate(aliases)
+}
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """For a key set: (our field, the key that supplies it), best alias first.
+
+    Chunks of one list nearly always share their keys, so the alias search is
+    done once per key set rather than once per chunk.
+    """
+    best: dict[str, tuple[int, str]] = {}
+    for key in keys:
+        hit = _FIELD_OF.get(key)
+        if hit is not None and (hit[0] not in best or hit[1] < best[hit[0]][0]):
+            best[hit[0]] = (hit[1], key)
+    return tuple((name, key) for name, (_, key) in best.items())
+
+
+def _collect(data: Mapping[str, Any], prefix: str) -> dict[str, tuple[int, str, Any]]:
+    """For each of our fields, the highest-priority alias present with a value."""
+    found: dict[str, tuple[int, str, Any]] = {}
+    plan = _plan(tuple(data))
+    for name, key in plan:
+        value = data[key]
+        if value is None:  # fall back to the next alias that has a value
+            for priority, alias in enumerate(_ALIASES[name]):
+                if data.get(alias) is not None:
+                    found[name] = (priority, prefix + alias, data[alias])
+                    break
+            continue
+        found[name] = (0, prefix + key, value)
+    return found
+
+
 _KNOWN_KEYS = frozenset(k for names in _ALIASES.values() for k in names) | {
     "metadata",
     "embedding",
@@ -154,7 +191,7 @@ class Chunk:
             InputError: naming the position, the field, the value and the fix.
         """
         where = f"chunks[{position}]" if position is not None else "chunk"
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise InputError(
                 f"{where} must be an object with at least a 'text' field; got "
                 f"{type(data).__name__} {_short(data)}. Pass {{\"text\": \"...\", \"score\": 0.5}}."
@@ -166,64 +203,35 @@ class Chunk:
                 f"{_short(meta_in)}. Pass a JSON object or leave it out."
             )
         nested: Mapping[str, Any] = meta_in or {}
+        found = _collect(data, "")
+        if nested:
+            for name, hit in _collect(nested, "metadata.").items():
+                found.setdefault(name, hit)
 
-        def pick(name: str) -> tuple[str | None, Any]:
-            for key in _ALIASES[name]:
-                if key in data and data[key] is not None:
-                    return key, data[key]
-            for key in _ALIASES[name]:
-                if key in nested and nested[key] is not None:
-                    return f"metadata.{key}", nested[key]
-            return None, None
-
-        text_key, text = pick("text")
-        if text_key is None:
+        hit = found.get("text")
+        if hit is None:
             raise InputError(
                 f"{where} has no text: expected one of the fields "
                 f"{', '.join(_ALIASES['text'])}; got keys {sorted(data)}. "
                 "Add the chunk's text under 'text'."
             )
-        if not isinstance(text, str):
-            raise InputError(
-                f"{where}.{text_key} must be a string; got {type(text).__name__} {_short(text)}."
-            )
+        text = hit[2]
+        if type(text) is not str:
+            raise InputError(f"{where}.{hit[1]} must be a string; got {type(text).__name__} {_short(text)}.")
         if not text.strip():
             raise InputError(
-                f"{where}.{text_key} is empty or only whitespace ({text!r}). "
+                f"{where}.{hit[1]} is empty or only whitespace ({text!r}). "
                 "Drop empty chunks before assembly; they carry nothing to cite."
             )
 
-        score_key, score_raw = pick("score")
+        hit = found.get("score")
         score = 0.0
-        if score_key is not None:
-            score = _number(score_raw, f"{where}.{score_key}")
-
-        def opt_str(name: str) -> str | None:
-            key, value = pick(name)
-            if key is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
-                raise InputError(
-                    f"{where}.{key} must be a string; got {type(value).__name__} {_short(value)}."
-                )
-            return str(value)
-
-        def opt_int(name: str) -> int | None:
-            key, value = pick(name)
-            if key is None:
-                return None
-            if isinstance(value, bool):
-                raise InputError(f"{where}.{key} must be an integer; got {value!r}.")
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                return int(value)
-            if not isinstance(value, int):
-                raise InputError(
-                    f"{where}.{key} must be an integer; got {type(value).__name__} {_short(value)}. "
-                    "Pass a whole number or leave the field out."
-                )
-            return value
+        if hit is not None:
+            raw = hit[2]
+            if type(raw) is float and math.isfinite(raw):
+                score = raw
+            else:
+                score = _number(raw, f"{where}.{hit[1]}")
 
         embedding = data.get("embedding", nested.get("embedding"))
         emb: tuple[float, ...] | None = None
@@ -246,24 +254,26 @@ class Chunk:
                 raise InputError(f"{where}.rank must be an integer; got {_short(rank_raw)}.")
             rank = rank_raw
 
-        metadata = {k: v for k, v in nested.items() if k != "embedding"}
-        metadata.update({k: v for k, v in data.items() if k not in _KNOWN_KEYS})
+        metadata = {k: v for k, v in nested.items() if k != "embedding"} if nested else {}
+        for k, v in data.items():
+            if k not in _KNOWN_KEYS:
+                metadata[k] = v
 
         origin = data.get("origin", "retrieved")
-        if not isinstance(origin, str):
+        if type(origin) is not str:
             raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
 
         return cls(
             text=text,
-            id=opt_str("id") or "",
+            id=_opt_str(found, "id", where) or "",
             score=score,
-            doc_id=opt_str("doc_id"),
-            index=opt_int("index"),
-            source=opt_str("source"),
-            title=opt_str("title"),
-            section=opt_str("section"),
-            page=opt_int("page"),
-            line=opt_int("line"),
+            doc_id=_opt_str(found, "doc_id", where),
+            index=_opt_int(found, "index", where),
+            source=_opt_str(found, "source", where),
+            title=_opt_str(found, "title", where),
+            section=_opt_str(found, "section", where),
+            page=_opt_int(found, "page", where),
+            line=_opt_int(found, "line", where),
             metadata=MappingProxyType(metadata) if metadata else _EMPTY,
             embedding=emb,
             origin=origin,
@@ -332,6 +342,39 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
         seen[chunk.id] = position
         out.append(chunk)
     return tuple(out)
+
+
+def _opt_str(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> str | None:
+    hit = found.get(name)
+    if hit is None:
+        return None
+    value = hit[2]
+    if type(value) is str:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputError(f"{where}.{hit[1]} must be a string; got {type(value).__name__} {_short(value)}.")
+    return str(value)
+
+
+def _opt_int(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> int | None:
+    hit = found.get(name)
+    if hit is None:
+        return None
+    value = hit[2]
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        raise InputError(f"{where}.{hit[1]} must be an integer; got {value!r}.")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if not isinstance(value, int):
+        raise InputError(
+            f"{where}.{hit[1]} must be an integer; got {type(value).__name__} {_short(value)}. "
+            "Pass a whole number or leave the field out."
+        )
+    return value
 
 
 def _number(value: Any, where: str) -> float:

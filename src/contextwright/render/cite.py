@@ -29,7 +29,7 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
     """One citation per block, numbered in the blocks' final order (invariant 3)."""
     out = []
     for n, c in enumerate(blocks, 1):
-        snippet = " ".join(c.text.split())
+        snippet = " ".join(c.text[: SNIPPET_CHARS * 3].split())
         if len(snippet) > SNIPPET_CHARS:
             snippet = snippet[: SNIPPET_CHARS - 1] + "…"
         out.append(

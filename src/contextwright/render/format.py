@@ -52,20 +52,30 @@ _SOURCE_LINE = re.compile(r"^([ \t]*)(?=\[\s*SOURCE\b)", re.MULTILINE | re.IGNOR
 _HEADING_LINE = re.compile(r"^([ \t]*)(?=#|_Source:)", re.MULTILINE)
 
 
+_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
 def _clean(text: str) -> str:
     """One kind of line break, no outer whitespace."""
-    return _LINEBREAKS.sub("\n", text).strip()
+    # Membership tests are C-speed scans; most texts need no substitution.
+    if any(ch in text for ch in _ASCII_BREAKS) or (
+        not text.isascii() and ("\x85" in text or "\u2028" in text or "\u2029" in text)
+    ):
+        text = _LINEBREAKS.sub("\n", text)
+    return text.strip()
 
 
 def _attr(value: object) -> str:
-    text = " ".join(str(value).split())
-    return (
-        text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-    )
+    text = _oneline(value)
+    if "&" in text or '"' in text or "<" in text or ">" in text:
+        text = text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return text
 
 
 def _oneline(value: object) -> str:
-    return " ".join(str(value).split())
+    text = str(value)
+    # isprintable() is False for any line break or control character.
+    return text.strip() if text.isprintable() else " ".join(text.split())
 
 
 def _where(chunk: Chunk) -> str:
@@ -176,7 +186,8 @@ class MinimalFormat(Format):
     name: ClassVar[str] = "minimal"
 
     def escape(self, text: str) -> str:
-        return _BLANK_RUNS.sub("\n", _clean(text))
+        text = _clean(text)
+        return _BLANK_RUNS.sub("\n", text) if "\n" in text else text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,7 +197,8 @@ class NumberedFormat(Format):
     name: ClassVar[str] = "numbered"
 
     def escape(self, text: str) -> str:
-        return _NUMBER_LINE.sub(r"\1\\", _clean(text))
+        text = _clean(text)
+        return _NUMBER_LINE.sub(r"\1\\", text) if "[" in text else text
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         bits = [b for b in (_oneline(chunk.title) if chunk.title else "", _where(chunk)) if b]
@@ -215,7 +227,8 @@ class XmlFormat(Format):
             )
 
     def escape(self, text: str) -> str:
-        return _XML_TAGS.sub("&lt;", _clean(text))
+        text = _clean(text)
+        return _XML_TAGS.sub("&lt;", text) if "<" in text else text
 
     def frame_start(self) -> str:
         return "<context>\n" if self.wrap else ""
@@ -279,7 +292,8 @@ class SourcesFormat(Format):
         return f"[SOURCE {n}]"
 
     def escape(self, text: str) -> str:
-        return _SOURCE_LINE.sub(r"\1\\", _clean(text))
+        text = _clean(text)
+        return _SOURCE_LINE.sub(r"\1\\", text) if "[" in text else text
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         name = _oneline(chunk.source or chunk.title or chunk.doc_id or chunk.id)

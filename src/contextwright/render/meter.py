@@ -25,19 +25,22 @@ class Meter:
     Args:
         format: The format the context is rendered in.
         tokenizer: The (cached) tokenizer.
+        bodies: Rendered bodies by chunk text; a pipeline passes one dict
+            across calls so each text is escaped once.
     """
 
     format: Format
     tokenizer: CachedTokenizer
-    _bodies: dict[str, str] = field(default_factory=dict, repr=False)
+    bodies: dict[str, str] = field(default_factory=dict, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
+    _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
 
     def body(self, chunk: Chunk) -> str:
         """The rendered body of ``chunk`` (memoized by text)."""
-        body = self._bodies.get(chunk.text)
+        body = self.bodies.get(chunk.text)
         if body is None:
             body = self.format.body(chunk)
-            self._bodies[chunk.text] = body
+            self.bodies[chunk.text] = body
         return body
 
     def count(self, text: str) -> int:
@@ -60,12 +63,20 @@ class Meter:
 
     def tokens(self, chunk: Chunk) -> int:
         """Tokens of the chunk's rendered body."""
-        return self.count(self.body(chunk))
+        n = self._text_tokens.get(chunk.text)
+        if n is None:
+            n = self.count(self.body(chunk))
+            self._text_tokens[chunk.text] = n
+        return n
 
     def total_tokens(self, chunks: Sequence[Chunk]) -> int:
         """Sum of the rendered bodies' tokens."""
-        self.prime(chunks)
-        return sum(self._counts[self.body(c)] for c in chunks)
+        known = self._text_tokens
+        if not all(c.text in known for c in chunks):
+            self.prime(chunks)
+            for c in chunks:
+                known[c.text] = self._counts[self.body(c)]
+        return sum(known[c.text] for c in chunks)
 
     def block_cost(self, chunk: Chunk, n: int) -> int:
         """Header + body + footer of ``chunk`` as block ``n``."""
