@@ -64,6 +64,21 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "chronological_order"}],
         "format": "grouped",
     },
+    "documents": {
+        "description": "Document-aware: expand neighbours from the store, remove exact/overlap/near duplicates, "
+        "merge contiguous chunks into passages, fit whole documents, document-first order, summaries, XML.",
+        "stages": [
+            {"type": "expand", "window": 1},
+            {"type": "exact_dedup"},
+            {"type": "overlap_dedup"},
+            {"type": "near_dedup"},
+            {"type": "group_merge"},
+            {"type": "doc_summaries"},
+            {"type": "token_budget", "policy": "blocks"},
+            {"type": "document_order"},
+        ],
+        "format": "xml",
+    },
 }
 _LOCK = threading.Lock()
 
