@@ -151,15 +151,25 @@ def to_json(
 _SVG_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
 _SVG_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
 _SVG_XMLNS = re.compile(r'\s+xmlns(?::\w+)?="[^"]*"')
+_SVG_ID = re.compile(r'\bid="([^"]+)"')
+_SVG_REF = re.compile(r'(\bid="|"#|\(#)([^")]+)')
 
 
-def _svg(fig: Any) -> str:
-    """The figure as inline SVG, without the prolog, metadata and namespace URLs HTML does not need."""
+def _svg(fig: Any, prefix: str) -> str:
+    """The figure as inline SVG, without the prolog, metadata and namespace URLs HTML does not need.
+
+    Element ids get ``prefix`` so that several figures inlined in one page
+    cannot resolve each other's ``#id`` references.
+    """
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     text = _SVG_PROLOG.sub("", buf.getvalue(), count=1)
     text = _SVG_METADATA.sub("", text)
-    return _SVG_XMLNS.sub("", text)
+    text = _SVG_XMLNS.sub("", text)
+    ids = set(_SVG_ID.findall(text))
+    return _SVG_REF.sub(
+        lambda m: m.group(1) + (prefix + m.group(2) if m.group(2) in ids else m.group(2)), text
+    )
 
 
 def _colors(names: Sequence[str]) -> dict[str, Any]:
@@ -169,7 +179,9 @@ def _colors(names: Sequence[str]) -> dict[str, Any]:
     return {n: cmap(i % 10) for i, n in enumerate(names)}
 
 
-def _line_plot(result: EvalResult, attr: str, ylabel: str, *, subsets: Sequence[str], scale: float) -> str:
+def _line_plot(
+    result: EvalResult, attr: str, ylabel: str, *, subsets: Sequence[str], scale: float, prefix: str
+) -> str:
     from matplotlib.figure import Figure
 
     names = [n for n, _ in result.strategies]
@@ -193,10 +205,10 @@ def _line_plot(result: EvalResult, attr: str, ylabel: str, *, subsets: Sequence[
         ax.set_xticks(list(result.budgets))
         ax.grid(alpha=0.3)
     axes[-1].legend(fontsize="small", loc="best")
-    return _svg(fig)
+    return _svg(fig, prefix)
 
 
-def _position_plot(result: EvalResult) -> str:
+def _position_plot(result: EvalResult, prefix: str) -> str:
     from matplotlib.figure import Figure
 
     names = [n for n, _ in result.strategies]
@@ -231,7 +243,7 @@ def _position_plot(result: EvalResult) -> str:
         if k == 0:
             ax.legend(title="budget", fontsize="x-small", title_fontsize="x-small")
     fig.tight_layout()
-    return _svg(fig)
+    return _svg(fig, prefix)
 
 
 def _plots(result: EvalResult) -> list[tuple[str, str]]:
@@ -244,22 +256,32 @@ def _plots(result: EvalResult) -> list[tuple[str, str]]:
             (
                 "Answer-text retention vs budget",
                 _line_plot(
-                    result, "answer_retention", "answer retained (%)", subsets=("all", "hard"), scale=100
+                    result,
+                    "answer_retention",
+                    "answer retained (%)",
+                    subsets=("all", "hard"),
+                    scale=100,
+                    prefix="f1-",
                 ),
             ),
             (
                 "Expected accuracy under the positional prior",
                 _line_plot(
-                    result, "expected_accuracy", "expected accuracy (%)", subsets=("all", "hard"), scale=1
+                    result,
+                    "expected_accuracy",
+                    "expected accuracy (%)",
+                    subsets=("all", "hard"),
+                    scale=1,
+                    prefix="f2-",
                 ),
             ),
             (
                 "Position of the first answer-bearing block (grey: the middle third)",
-                _position_plot(result),
+                _position_plot(result, "f3-"),
             ),
             (
                 "Tokens used vs budget",
-                _line_plot(result, "tokens_mean", "mean tokens", subsets=("all",), scale=1),
+                _line_plot(result, "tokens_mean", "mean tokens", subsets=("all",), scale=1, prefix="f4-"),
             ),
         ]
 

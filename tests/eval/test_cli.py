@@ -1,0 +1,183 @@
+"""``contextwright eval`` end to end on a slice of the dev data."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("typer")
+pytest.importorskip("matplotlib")
+from typer.testing import CliRunner
+
+from contextwright.cli import app
+from contextwright.config import list_presets
+
+from ..conftest import DEV_QUERIES
+
+runner = CliRunner()
+
+
+def _data() -> str:
+    if not DEV_QUERIES.exists():
+        pytest.skip(f"shared data not found at {DEV_QUERIES}")
+    return str(DEV_QUERIES)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run with one worker (table, JSON, HTML) and one with two workers (JSON)."""
+    data = _data()
+    tmp = tmp_path_factory.mktemp("eval")
+    out: dict[str, Any] = {"tmp": tmp}
+    for workers in (1, 2):
+        args = [
+            "eval",
+            data,
+            "--limit",
+            "10",
+            "--workers",
+            str(workers),
+            "--json",
+            str(tmp / f"w{workers}.json"),
+        ]
+        if workers == 1:
+            args += ["--html", str(tmp / "report.html")]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        out[f"stdout{workers}"] = result.stdout
+        out[f"json{workers}"] = json.loads((tmp / f"w{workers}.json").read_text())
+    out["html"] = (tmp / "report.html").read_text()
+    return out
+
+
+def test_eval_prints_a_row_per_strategy_and_budget(runs: dict[str, Any]) -> None:
+    stdout = runs["stdout1"]
+    data = runs["json1"]
+    ran = [s["name"] for s in data["strategies"]]
+    assert ran[:2] == ["naive", "greedy"]
+    assert set(ran) | set(data["skipped"]) == {"naive", "greedy", *list_presets()}
+    for name in ran:
+        for budget in ("300", "500", "1000", "1500"):
+            assert re.search(rf"│ {re.escape(name)}\s+│\s+{budget} │", stdout), (name, budget)
+    assert "10 queries" in stdout
+    assert "…" not in stdout  # the table is never cut, even on a narrow (test) console
+
+
+def test_eval_json_has_every_result_and_no_budget_violation(runs: dict[str, Any]) -> None:
+    data = runs["json1"]
+    n_strategies = len(data["strategies"])
+    assert len(data["results"]) == 10 * n_strategies * 4
+    assert data["meta"]["queries"] == 10
+    assert data["meta"]["data"].endswith("nq_bm25_dev300.jsonl.gz")
+    assert all(r["tokens"] <= r["budget"] for r in data["results"])
+    assert sum(s["violations"] for s in data["summaries"]) == 0
+    naive = {s["budget"]: s for s in data["summaries"] if s["strategy"] == "naive" and s["subset"] == "all"}
+    assert naive[300]["tokens_mean"] == 300  # the dev lists are ~1,900 tokens: naive fills every budget
+    assert naive[1500]["answer_retention"] >= naive[300]["answer_retention"]
+
+
+def _without_latency(data: dict[str, Any]) -> dict[str, Any]:
+    data = json.loads(json.dumps(data))
+    for r in data["results"]:
+        r.pop("latency_ms")
+    for s in data["summaries"]:
+        s.pop("latency_p50_ms")
+        s.pop("latency_p95_ms")
+    return data
+
+
+def test_two_workers_give_the_same_results_as_one_but_for_latency(runs: dict[str, Any]) -> None:
+    assert _without_latency(runs["json2"]) == _without_latency(runs["json1"])
+    assert any(r["latency_ms"] > 0 for r in runs["json2"]["results"])
+
+
+def test_html_report_is_self_contained_and_holds_the_plots(runs: dict[str, Any]) -> None:
+    page = runs["html"]
+    assert "http://" not in page  # no external asset, not even a namespace URL
+    assert "https://" not in page
+    assert not re.search(r"<(script|link|img|iframe|object|embed)\b", page)
+    assert not re.search(r"url\((?!#)", page)  # only references to the page's own elements
+    assert not re.search(r"""href=["'](?!#)""", page)
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))  # inlined figures cannot resolve each other's #references
+    assert page.count("<svg") == 4
+    for heading in (
+        "Answer-text retention vs budget",
+        "Position of the first answer-bearing block",
+        "Tokens used vs budget",
+    ):
+        assert heading in page
+    assert "<td>naive</td><td>300</td>" in page
+
+
+@pytest.mark.browser
+def test_html_report_renders_its_plots_offline_in_chromium(runs: dict[str, Any]) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Chromium not found at /usr/bin/chromium")
+    # Playwright gives every launch a fresh temporary profile (it refuses --user-data-dir).
+    args = [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ]  # fmt: skip
+    url = (runs["tmp"] / "report.html").as_uri()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        try:
+            page = browser.new_page()
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(url)
+            sizes = page.evaluate(
+                "Array.from(document.querySelectorAll('figure svg'))"
+                ".map(s => { const b = s.getBoundingClientRect(); return [b.width, b.height, s.namespaceURI]; })"
+            )
+            drawn = page.evaluate("document.querySelectorAll('figure svg path').length")
+        finally:
+            browser.close()
+    assert requests == [url]
+    assert len(sizes) == 4
+    assert all(w > 200 and h > 150 and ns == "http://www.w3.org/2000/svg" for w, h, ns in sizes)
+    assert drawn > 100
+
+
+def test_eval_with_a_config_file_and_a_missing_resource_reports_the_skip(tmp_path: Path) -> None:
+    data = _data()
+    mine = tmp_path / "mine.toml"
+    mine.write_text('format = "minimal"\n[[stages]]\ntype = "token_budget"\npolicy = "stop"\n')
+    expanding = tmp_path / "expanding.json"
+    expanding.write_text(json.dumps({"stages": [{"type": "expand"}, {"type": "token_budget"}]}))
+    out = tmp_path / "r.json"
+    args = ["eval", data, "--limit", "3", "--budget", "500", "--strategy", "naive",
+            "--config", str(mine), "--config", str(expanding), "--json", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"│ mine\s+│\s+500 │", result.stdout)
+    assert "skipped expanding:" in result.stderr
+    assert "--corpus" in result.stderr
+    assert [s["name"] for s in json.loads(out.read_text())["strategies"]] == ["naive", "mine"]
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--budget", "300,lots"], "--budget must be comma-separated integers"),
+        (["--strategy", "nope"], "unknown strategy 'nope'"),
+        (["--workers", "0"], "workers must be a positive integer"),
+        (["--prior", "/no/such/prior.json"], "cannot read prior file"),
+    ],
+)
+def test_eval_rejects_bad_options_with_exit_code_2(args: list[str], match: str) -> None:
+    result = runner.invoke(app, ["eval", _data(), "--limit", "2", *args])
+    assert result.exit_code == 2
+    assert match in " ".join(result.stderr.split())
+
+
+def test_eval_rejects_a_missing_data_file(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 2
+    assert "does not exist" in " ".join(result.stderr.split())
