@@ -43,7 +43,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from contextwright.errors import (
     BudgetError,
@@ -308,6 +308,14 @@ def _input_loc(message: str) -> Loc:
     return loc
 
 
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|constrained-\w+|function-\w+|.*\[.*\].*)$")
+
+
+def _union_tag(part: Any) -> bool:
+    """Whether a pydantic error-location part names a union member (``literal[...]``), not a field."""
+    return isinstance(part, str) and bool(_UNION_TAG.match(part))
+
+
 def _config_loc(message: str, base: Loc) -> Loc:
     m = _STAGE_PATH.match(message)
     if m and base == ["body", "config"]:
@@ -369,6 +377,8 @@ class _Assemblers:
         def check(loc: Loc, fn: Callable[[], Any]) -> Any:
             try:
                 return fn()
+            except BudgetError as exc:
+                raise _Failure(400, "no-room-for-documents", str(exc), loc) from None
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
                 raise _Failure(422, "invalid-option", str(exc), _config_loc(str(exc), loc)) from None
 
@@ -393,8 +403,9 @@ class _Assemblers:
                 check(["body", "config", "preset"], lambda: get_preset(str(o["config"]["preset"])))
         pipeline = check(loc, lambda: pipeline_from_config(config, order=o["order"], format=o["format"]))
         self._vet(pipeline, o)
+        zones_loc: Loc = ["body", "output_tokens"] if o["output_tokens"] is not None else ["body", "model"]
         return check(  # type: ignore[no-any-return]
-            loc,
+            zones_loc if model is not None else loc,
             lambda: Assembler(
                 pipeline,
                 model=model,
@@ -496,15 +507,30 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     # -- request / response models (limits come from cfg) --------------------
 
     max_text = cfg.max_text_chars
+    # Enums for the schema (and for clients); the library still checks the values.
+    PresetName: Any = Literal[tuple(sorted(list_presets()))]
+    FormatName: Any = Literal["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
+    OrderName: Any = Literal[
+        "relevance",
+        "score",
+        "chronological",
+        "document",
+        "document_first",
+        "lost_in_the_middle",
+        "litm",
+        "interleave",
+        "bookend",
+        "auto",
+    ]
     text_aliases = ("text", "content", "page_content", "chunk", "passage")
 
     class ChunkIn(BaseModel):
         """A retrieved chunk. Only ``text`` (or an alias: content, page_content) is required;
         unknown fields are kept as metadata."""
 
-        model_config = ConfigDict(extra="allow")
+        model_config = ConfigDict(extra="allow", strict=True)
         text: str | None = Field(None, max_length=max_text)
-        id: str | int | None = Field(None, max_length=1_000)  # type: ignore[call-overload]
+        id: Annotated[str, Field(max_length=1_000)] | int | None = None
         score: float | None = Field(None, allow_inf_nan=False)
         doc_id: str | int | None = None
         index: int | None = None
@@ -529,6 +555,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
 
         model_config = ConfigDict(
             extra="forbid",
+            strict=True,
             json_schema_extra={
                 "examples": [
                     {
@@ -546,9 +573,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         chunks: list[ChunkIn] = Field(
             max_length=cfg.max_chunks, description="Retrieved chunks, best first or with scores."
         )
-        preset: str | None = Field(
-            None, max_length=100, description="A server preset (default: the server's)."
-        )
+        preset: PresetName | None = Field(None, description="A server preset (default: the server's).")
         config: dict[str, Any] | None = Field(
             None,
             description='A pipeline config ({"stages": [...], "format": ...}), or overrides of the '
@@ -559,9 +584,11 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         tokenizer: str | None = Field(
             None, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+(:[0-9.]+)?$", description="Tokenizer name."
         )
-        format: str | dict[str, Any] | None = Field(None, description="Format override (xml, numbered, ...).")
-        order: str | None = Field(
-            None, max_length=100, description="Order override (relevance, bookend, ...)."
+        format: FormatName | dict[str, Any] | None = Field(
+            None, description='Format override: a name, or {"type": "template", ...} if the server allows it.'
+        )
+        order: OrderName | None = Field(
+            None, description="Order override (replaces the preset's order stage)."
         )
         system: str | None = Field(
             "default", max_length=max_text, description="System prompt name or text (counted in zones)."
@@ -655,7 +682,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         inputs: list[InputOut] | None = None
 
     class CitationIn(BaseModel):
-        model_config = ConfigDict(extra="ignore")
+        model_config = ConfigDict(extra="ignore", strict=True)
         index: int = Field(ge=1, le=1_000_000)
         label: str | None = Field(None, max_length=100)
         chunk_ids: list[str] = Field(default_factory=list)
@@ -673,13 +700,13 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     class ContextIn(BaseModel):
         """A previous /v1/assemble response; only its citations are read."""
 
-        model_config = ConfigDict(extra="ignore")
+        model_config = ConfigDict(extra="ignore", strict=True)
         citations: list[CitationIn] = Field(max_length=cfg.max_chunks)
 
     class ResolveRequest(BaseModel):
         """An answer and the citations (or the whole assemble response) it was written from."""
 
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
         answer: str = Field(max_length=max_text)
         citations: list[CitationIn] | None = Field(None, max_length=cfg.max_chunks)
         context: ContextIn | None = None
@@ -718,7 +745,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         title="contextwright",
         version=contextwright.__version__,
         description="Context assembly for RAG: exact token budgets, dedup, ordering, citations.",
-        responses=problems(413, 422, 500),
+        responses=problems(400, 413, 422, 500),
     )
     app.state.config = cfg
     app.state.assemblers = assemblers
@@ -839,14 +866,14 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     app.add_middleware(_Wrap, factory=body_limit)
     app.add_middleware(_Wrap, factory=metrics_layer)
 
-    def problem_response(body: dict[str, Any]) -> Any:
-        return Response(dumps(body), status_code=body["status"], media_type=PROBLEM_JSON)
+    def problem_response(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Any:
+        return Response(dumps(body), status_code=body["status"], media_type=PROBLEM_JSON, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> Any:
         errors: list[dict[str, Any]] = []
         for e in exc.errors():
-            loc: Loc = [p if isinstance(p, (str, int)) else str(p) for p in e.get("loc", ())]
+            loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
             errors.append({"loc": loc, "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))})
         first_loc: Loc = errors[0]["loc"] if errors else ["body"]
         first_msg = errors[0]["msg"] if errors else "invalid request"
@@ -862,8 +889,15 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
             return problem_response(_problem_body(413, "body-too-large", too_large, loc=["body"]))
         code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+        if exc.status_code == 400 and request.method == "POST":
+            code, detail = (
+                "unparseable-body",
+                f"{detail}: send a UTF-8 JSON object (Content-Type: application/json).",
+            )
         status = exc.status_code if exc.status_code in _PHRASES else 400
-        return problem_response(_problem_body(status, code, detail))
+        return problem_response(
+            _problem_body(status, code, detail), headers=exc.headers
+        )  # keeps Allow on 405
 
     @app.exception_handler(_Failure)
     async def on_failure(request: Request, exc: _Failure) -> Any:
@@ -921,7 +955,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         except InputError as exc:
             raise _Failure(422, "invalid-chunk", str(exc), _input_loc(str(exc))) from None
         except BudgetError as exc:
-            raise _Failure(400, "no-room-for-documents", str(exc), ["body", "model"]) from None
+            raise _Failure(400, "no-room-for-documents", str(exc), ["body", "budget"]) from None
         except (ConfigError, MissingDependencyError) as exc:
             where: Loc = ["body", "config"] if req.config is not None else ["body", "preset"]
             raise _Failure(422, "invalid-option", str(exc), where) from None
@@ -970,7 +1004,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     @app.post(
         "/v1/citations/resolve",
         response_model=ResolveResponse,
-        responses=problems(413, 422),
+        responses=problems(400, 413, 422),
         summary="Map the [n] markers of an answer back to the context's citations",
     )
     async def resolve_endpoint(req: ResolveRequest) -> Any:
