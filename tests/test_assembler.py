@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-import contextwright
 from contextwright import Assembler, assemble
 from contextwright.errors import BudgetError, ConfigError, TokenizerError
 
@@ -23,9 +22,15 @@ def test_assemble_with_an_explicit_budget() -> None:
 
 
 def test_model_zones_derive_the_documents_budget() -> None:
-    asm = Assembler("qa", model="claude-3-5-haiku", output_tokens=1_000, history_tokens=500, buffer_tokens=100)
+    asm = Assembler(
+        "qa", model="claude-3-5-haiku", output_tokens=1_000, history_tokens=500, buffer_tokens=100
+    )
     zones = asm.zones("who discovered x-rays?")
-    assert zones.window == 200_000 and zones.output == 1_000 and zones.query == asm.tokenizer.count("who discovered x-rays?")
+    assert (
+        zones.window == 200_000
+        and zones.output == 1_000
+        and zones.query == asm.tokenizer.count("who discovered x-rays?")
+    )
     assert zones.documents == 200_000 - zones.system - 500 - zones.query - 1_000 - 100
     ctx = asm.assemble("who discovered x-rays?", CHUNKS)
     assert ctx.budget == zones.documents and ctx.report.zones["documents"] == zones.documents
@@ -86,5 +91,7 @@ def test_import_does_not_load_frameworks_or_servers() -> None:
         "bad = [m for m in ('fastapi','uvicorn','langchain_core','llama_index','haystack','torch','sentence_transformers','psycopg','typer','rich') if m in sys.modules]; "
         "print(','.join(bad))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == ""

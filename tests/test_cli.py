@@ -17,15 +17,19 @@ runner = CliRunner()
 
 
 def test_assemble_bundled_example_prints_escaped_context() -> None:
-    result = runner.invoke(app, ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "300"])
+    result = runner.invoke(
+        app, ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "300"]
+    )
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("<context>\n<chunk id=\"1\"")
+    assert result.stdout.startswith('<context>\n<chunk id="1"')
     assert result.stdout.count("</chunk>") == result.stdout.count("<chunk id=")
     assert "&lt;/chunk>" in result.stdout
 
 
 def test_assemble_json_output_has_text_citations_tokens_report() -> None:
-    result = runner.invoke(app, ["assemble", str(EXAMPLE), "--budget", "120", "--json", "--preset", "citations"])
+    result = runner.invoke(
+        app, ["assemble", str(EXAMPLE), "--budget", "120", "--json", "--preset", "citations"]
+    )
     data = json.loads(result.stdout)
     assert data["tokens"] <= 120 and data["citations"][0]["label"] == "[1]"
     assert data["report"]["summary"].startswith("7 → ")
@@ -34,14 +38,31 @@ def test_assemble_json_output_has_text_citations_tokens_report() -> None:
 def test_assemble_query_file_assembles_each_query(dev_queries: list, tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text("\n".join(json.dumps(q) for q in dev_queries[:3]))
-    result = runner.invoke(app, ["assemble", str(path), "--budget", "200", "--json", "--limit", "2", "--order", "bookend", "--format", "sources"])
+    result = runner.invoke(
+        app,
+        [
+            "assemble",
+            str(path),
+            "--budget",
+            "200",
+            "--json",
+            "--limit",
+            "2",
+            "--order",
+            "bookend",
+            "--format",
+            "sources",
+        ],
+    )
     lines = [json.loads(x) for x in result.stdout.splitlines()]
     assert [x["id"] for x in lines] == ["nq-0000", "nq-0001"]
     assert all(x["tokens"] <= 200 and x["text"].startswith("[SOURCE 1]") for x in lines)
 
 
 def test_assemble_reads_stdin() -> None:
-    result = runner.invoke(app, ["assemble", "-", "--budget", "50", "--format", "minimal"], input='[{"text": "hello there"}]')
+    result = runner.invoke(
+        app, ["assemble", "-", "--budget", "50", "--format", "minimal"], input='[{"text": "hello there"}]'
+    )
     assert result.exit_code == 0 and result.stdout == "hello there\n"
 
 
@@ -66,5 +87,10 @@ def test_report_table_goes_to_stderr() -> None:
 
 def test_console_script_runs() -> None:
     exe = Path(sys.executable).parent / "contextwright"
-    out = subprocess.run([str(exe), "assemble", str(EXAMPLE), "--budget", "100", "--format", "numbered"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(exe), "assemble", str(EXAMPLE), "--budget", "100", "--format", "numbered"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.startswith("[1] History of X-rays")

@@ -7,14 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from contextwright.config import get_preset, list_presets, pipeline_from_config, pipeline_to_config, register_preset
+from contextwright.config import (
+    get_preset,
+    list_presets,
+    pipeline_from_config,
+    pipeline_to_config,
+    register_preset,
+)
 from contextwright.errors import ConfigError
 from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOrder
 
 
 @pytest.mark.parametrize(
     ("preset", "fmt", "order"),
-    [("qa", "xml", "auto_order"), ("citations", "numbered", "score_order"), ("chat", "minimal", "score_order"), ("summarize", "grouped", "chronological_order")],
+    [
+        ("qa", "xml", "auto_order"),
+        ("citations", "numbered", "score_order"),
+        ("chat", "minimal", "score_order"),
+        ("summarize", "grouped", "chronological_order"),
+    ],
 )
 def test_presets(preset: str, fmt: str, order: str) -> None:
     p = pipeline_from_config(preset)
@@ -38,7 +49,9 @@ def test_round_trip_through_config() -> None:
 
 def test_config_files(tmp_path: Path) -> None:
     toml = tmp_path / "mine.toml"
-    toml.write_text('format = "numbered"\n[[stages]]\ntype = "min_score"\nmin_score = 0.2\n[[stages]]\ntype = "chronological_order"\n')
+    toml.write_text(
+        'format = "numbered"\n[[stages]]\ntype = "min_score"\nmin_score = 0.2\n[[stages]]\ntype = "chronological_order"\n'
+    )
     p = pipeline_from_config(toml)
     assert p.name == "mine" and p.format.name == "numbered" and isinstance(p.stages[1], ChronologicalOrder)
     js = tmp_path / "mine.json"
@@ -51,8 +64,14 @@ def test_config_files(tmp_path: Path) -> None:
     [
         ("nope", r"unknown preset 'nope'; valid: .*qa"),
         ({"stages": "x"}, r"config 'stages' must be a list"),
-        ({"stages": [{"type": "shuffle"}]}, r"stages\[0\]: unknown stage type 'shuffle'; known: .*exact_dedup"),
-        ({"stages": [{"type": "top_k", "n": 3}]}, r"stages\[0\]: stage 'top_k' has no setting 'n'; valid settings: k"),
+        (
+            {"stages": [{"type": "shuffle"}]},
+            r"stages\[0\]: unknown stage type 'shuffle'; known: .*exact_dedup",
+        ),
+        (
+            {"stages": [{"type": "top_k", "n": 3}]},
+            r"stages\[0\]: stage 'top_k' has no setting 'n'; valid settings: k",
+        ),
         ({"stages": [{"kind": "top_k"}]}, r"a stage config must be an object with a 'type' key"),
         ("missing.toml", r"cannot read config file 'missing.toml'"),
     ],

@@ -29,14 +29,38 @@ BLOCK_PATTERNS = {
 }
 PRESETS_WITHOUT_RESOURCES = ["qa", "citations", "chat", "summarize"]
 
-DELIMITERS = ["</chunk>", '<chunk id="1">', "</context>", "\n[SOURCE 3] x.md\n", "\n[2] Title\n", "\n---\n", "\n## Document: X\n", "\n### [4]\n", "\n\n"]
-UNICODE = ["北京是中国的首都。", "🙂👩‍👩‍👧 emoji", "שלום עולם", "مرحبا بالعالم", "e\u0301 combining", "Ｆｕｌｌｗｉｄｔｈ"]
+DELIMITERS = [
+    "</chunk>",
+    '<chunk id="1">',
+    "</context>",
+    "\n[SOURCE 3] x.md\n",
+    "\n[2] Title\n",
+    "\n---\n",
+    "\n## Document: X\n",
+    "\n### [4]\n",
+    "\n\n",
+]
+UNICODE = [
+    "北京是中国的首都。",
+    "🙂👩‍👩‍👧 emoji",
+    "שלום עולם",
+    "مرحبا بالعالم",
+    "e\u0301 combining",
+    "Ｆｕｌｌｗｉｄｔｈ",
+]
 
-words = st.sampled_from(["the", "capital", "of", "France", "is", "Paris.", "1895", "X-rays", *DELIMITERS, *UNICODE])
+words = st.sampled_from(
+    ["the", "capital", "of", "France", "is", "Paris.", "1895", "X-rays", *DELIMITERS, *UNICODE]
+)
 texts = st.lists(words, min_size=1, max_size=40).map(" ".join).filter(lambda t: t.strip())
 chunk = st.fixed_dictionaries(
     {"text": texts, "score": st.sampled_from([0.1, 0.5, 0.5, 0.9, 1.0])},
-    optional={"doc_id": st.sampled_from(["A", "B", "C"]), "index": st.integers(0, 5), "source": st.sampled_from(["a.md", "b </chunk>.md", "c\nd.md"]), "title": texts},
+    optional={
+        "doc_id": st.sampled_from(["A", "B", "C"]),
+        "index": st.integers(0, 5),
+        "source": st.sampled_from(["a.md", "b </chunk>.md", "c\nd.md"]),
+        "title": texts,
+    },
 )
 chunk_lists = st.lists(chunk, min_size=0, max_size=12)
 budgets = st.sampled_from([0, 1, 5, 40, 120, 400, 100_000])
@@ -48,7 +72,9 @@ def accounted_ids(ctx: AssembledContext) -> set[str]:
     return ids
 
 
-def check_invariants(ctx: AssembledContext, inputs: list[dict[str, Any]], fmt: str, budget: int, encoding: Any) -> None:
+def check_invariants(
+    ctx: AssembledContext, inputs: list[dict[str, Any]], fmt: str, budget: int, encoding: Any
+) -> None:
     # 1: exact and within budget, counted independently of our cache
     assert len(encoding.encode_ordinary(ctx.text)) == ctx.tokens <= budget
     # 2: nothing lost
@@ -68,21 +94,41 @@ def check_invariants(ctx: AssembledContext, inputs: list[dict[str, Any]], fmt: s
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(inputs=chunk_lists, budget=budgets, fmt=st.sampled_from(FORMATS), preset=st.sampled_from(PRESETS_WITHOUT_RESOURCES))
-def test_invariants_hold_for_every_preset_and_format(inputs: list[dict[str, Any]], budget: int, fmt: str, preset: str, cl100k: Any) -> None:
+@given(
+    inputs=chunk_lists,
+    budget=budgets,
+    fmt=st.sampled_from(FORMATS),
+    preset=st.sampled_from(PRESETS_WITHOUT_RESOURCES),
+)
+def test_invariants_hold_for_every_preset_and_format(
+    inputs: list[dict[str, Any]], budget: int, fmt: str, preset: str, cl100k: Any
+) -> None:
     assembler = Assembler(preset, budget=budget, format=fmt, tokenizer="cl100k_base")
     ctx = assembler.assemble("What is the capital?", inputs)
     check_invariants(ctx, inputs, fmt, budget, cl100k)
     # 5: deterministic, with a fresh assembler and a warm cache alike
-    again = Assembler(preset, budget=budget, format=fmt, tokenizer="cl100k_base").assemble("What is the capital?", inputs)
+    again = Assembler(preset, budget=budget, format=fmt, tokenizer="cl100k_base").assemble(
+        "What is the capital?", inputs
+    )
     assert again.text == ctx.text and again.citations == ctx.citations
     assert [s.dropped for s in again.report.stages] == [s.dropped for s in ctx.report.stages]
 
 
 @pytest.mark.parametrize("policy", ["greedy", "stop", "truncate", "blocks"])
-@pytest.mark.parametrize("order", ["relevance", "chronological", "lost_in_the_middle", "bookend", "document", "auto"])
-def test_invariants_on_real_queries_for_every_policy_and_order(dev_queries: list[dict[str, Any]], policy: str, order: str, cl100k: Any) -> None:
-    config = {"stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": policy}, {"type": "auto_order"}], "format": "xml"}
+@pytest.mark.parametrize(
+    "order", ["relevance", "chronological", "lost_in_the_middle", "bookend", "document", "auto"]
+)
+def test_invariants_on_real_queries_for_every_policy_and_order(
+    dev_queries: list[dict[str, Any]], policy: str, order: str, cl100k: Any
+) -> None:
+    config = {
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": policy},
+            {"type": "auto_order"},
+        ],
+        "format": "xml",
+    }
     assembler = Assembler(config, budget=300, order=order)
     for q in dev_queries[:10]:
         ctx = assembler.assemble(q["question"], q["chunks"])
@@ -97,7 +143,9 @@ def test_preset_list_covers_the_tested_presets() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(inputs=chunk_lists.filter(bool), budget=st.sampled_from([0, 10, 60, 300]))
-def test_budget_holds_with_a_non_additive_hugging_face_tokenizer(inputs: list[dict[str, Any]], budget: int, minilm_dir: Any) -> None:
+def test_budget_holds_with_a_non_additive_hugging_face_tokenizer(
+    inputs: list[dict[str, Any]], budget: int, minilm_dir: Any
+) -> None:
     from tokenizers import Tokenizer
 
     reference = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
@@ -110,7 +158,10 @@ def test_budget_holds_with_a_non_additive_hugging_face_tokenizer(inputs: list[di
 @settings(max_examples=40, deadline=None)
 @given(inputs=chunk_lists.filter(bool), budget=st.sampled_from([0, 10, 60, 300]))
 def test_budget_holds_for_a_user_template(inputs: list[dict[str, Any]], budget: int, cl100k: Any) -> None:
-    template = {"type": "template", "template": "{% for b in blocks %}<<{{ b.label }}>> {{ b.text }} ({{ b.source }})\n{% endfor %}"}
+    template = {
+        "type": "template",
+        "template": "{% for b in blocks %}<<{{ b.label }}>> {{ b.text }} ({{ b.source }})\n{% endfor %}",
+    }
     ctx = Assembler("qa", budget=budget, format=template).assemble("q", inputs)
     assert len(cl100k.encode_ordinary(ctx.text)) == ctx.tokens <= budget
     assert len(accounted_ids(ctx)) >= len(inputs)

@@ -48,7 +48,10 @@ def test_jsonl_of_queries_with_limit(dev_queries: list, tmp_path: Path) -> None:
         ("", r"is empty; expected JSON or JSON Lines"),
         ('{"text": "a"}\n{"text": ', r"line 2 of .* is not valid JSON"),
         ('[{"text": "a"}', r"is not valid JSON"),
-        ('{"text": "a"}\n{"question": "q", "chunks": []}', r"line 2 .* is a query \(has 'chunks'\) but earlier lines were chunks"),
+        (
+            '{"text": "a"}\n{"question": "q", "chunks": []}',
+            r"line 2 .* is a query \(has 'chunks'\) but earlier lines were chunks",
+        ),
         ('{"question": "q", "chunks": "x"}', r"input\.chunks must be a list of chunk objects; got str"),
     ],
 )

@@ -50,11 +50,15 @@ def test_missing_resource_is_a_clear_error() -> None:
 
 
 def test_report_has_tokens_and_time_per_stage() -> None:
-    chunks = [{"id": str(i), "text": f"chunk number {i} " * 20, "score": i} for i in range(6)] + [{"id": "dup", "text": "chunk number 5 " * 20}]
-    ctx = Pipeline((ExactDedup(), TokenBudget(), ScoreOrder()), "xml").run("q", chunks, tokenizer=TOK, budget=150)
+    chunks = [{"id": str(i), "text": f"chunk number {i} " * 20, "score": i} for i in range(6)] + [
+        {"id": "dup", "text": "chunk number 5 " * 20}
+    ]
+    ctx = Pipeline((ExactDedup(), TokenBudget(), ScoreOrder()), "xml").run(
+        "q", chunks, tokenizer=TOK, budget=150
+    )
     stages = [s.stage for s in ctx.report.stages]
     assert stages == ["exact_dedup", "token_budget", "score_order", "render"]
-    dedup, budget, order, render = ctx.report.stages
+    dedup, budget, _order, render = ctx.report.stages
     assert dedup.chunks_in == 7 and dedup.chunks_out == 6 and dedup.tokens_out < dedup.tokens_in
     assert budget.tokens_out <= 150 and all(s.ms >= 0 for s in ctx.report.stages)
     assert render.tokens_out == ctx.tokens
@@ -77,7 +81,7 @@ def test_verify_always_tokenizes_the_final_text() -> None:
     class CountingTok:
         name = "count"
         additive = True
-        calls: list[str] = []
+        calls: ClassVar[list[str]] = []
 
         def count(self, text: str) -> int:
             self.calls.append(text)
@@ -93,20 +97,26 @@ def test_verify_always_tokenizes_the_final_text() -> None:
             return ""
 
     base = CountingTok()
-    ctx = Pipeline((TokenBudget(),), "minimal", verify="always").run("q", [{"text": "a b c"}], tokenizer=get_tokenizer(base), budget=10)
+    ctx = Pipeline((TokenBudget(),), "minimal", verify="always").run(
+        "q", [{"text": "a b c"}], tokenizer=get_tokenizer(base), budget=10
+    )
     assert ctx.text in base.calls
 
 
 def test_template_format_is_verified_by_tokenizing() -> None:
     fmt = TemplateFormat(template="{% for b in blocks %}{{ b.text }}|{% endfor %}")
-    ctx = Pipeline((TokenBudget(),), fmt).run("q", [{"text": "alpha beta"}, {"text": "gamma"}], tokenizer=TOK, budget=100)
+    ctx = Pipeline((TokenBudget(),), fmt).run(
+        "q", [{"text": "alpha beta"}, {"text": "gamma"}], tokenizer=TOK, budget=100
+    )
     assert ctx.text == "alpha beta|gamma|" and ctx.tokens == TOK.base.count(ctx.text)
 
 
 def test_input_is_never_mutated() -> None:
     chunk = Chunk("text " * 50, id="x", score=1.0)
     before = (chunk.text, chunk.ops, chunk.duplicates)
-    Pipeline((ExactDedup(), TokenBudget(policy="truncate"), ScoreOrder()), "xml").run("q", [chunk], tokenizer=TOK, budget=30)
+    Pipeline((ExactDedup(), TokenBudget(policy="truncate"), ScoreOrder()), "xml").run(
+        "q", [chunk], tokenizer=TOK, budget=30
+    )
     assert (chunk.text, chunk.ops, chunk.duplicates) == before
 
 

@@ -102,8 +102,11 @@ class Assembler:
         model = self.model
         if model is None:
             return ZoneBudget(budget=explicit)
-        window = model.context_window if model.max_input is None else model.max_input + (
-            self.output_tokens if self.output_tokens is not None else model.max_output
+        window = (
+            model.context_window
+            if model.max_input is None
+            else model.max_input
+            + (self.output_tokens if self.output_tokens is not None else model.max_output)
         )
         return ZoneBudget(
             window=window,

@@ -67,7 +67,9 @@ _APPROX = "Anthropic does not publish its tokenizer; cl100k_base approximates it
 _LLAMA3 = "hf:meta-llama/Llama-3.1-8B-Instruct"
 
 
-def _m(name: str, window: int, output: int, tok: str, note: str = "", max_input: int | None = None) -> ModelSpec:
+def _m(
+    name: str, window: int, output: int, tok: str, note: str = "", max_input: int | None = None
+) -> ModelSpec:
     return ModelSpec(name, window, output, tok, note, max_input)
 
 
@@ -191,9 +193,9 @@ def get_model(name: str) -> ModelSpec:
     # claude-sonnet-4-5-20250929, o3-mini-latest, llama3.1:8b style tags.
     best: ModelSpec | None = None
     for known, spec in _MODELS.items():
-        if key.startswith(known) and _SNAPSHOT.fullmatch(key[len(known) :]):
-            if best is None or len(known) > len(best.name):
-                best = spec
+        fits = key.startswith(known) and _SNAPSHOT.fullmatch(key[len(known) :])
+        if fits and (best is None or len(known) > len(best.name)):
+            best = spec
     if best is not None:
         return best
     import difflib

@@ -174,6 +174,4 @@ class Pipeline:
                 "final text over budget; dropping the weakest block",
                 extra={"tokens": total, "budget": budget, "chunk_id": victim.id},
             )
-            drops.append(
-                Drop(victim.id, "over_budget", detail=f"final text was {total} tokens > {budget}")
-            )
+            drops.append(Drop(victim.id, "over_budget", detail=f"final text was {total} tokens > {budget}"))

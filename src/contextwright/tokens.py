@@ -59,8 +59,11 @@ class Tokenizer(Protocol):
     ends with a newline and ``b`` starts with a non-whitespace character.
     """
 
-    name: str
-    additive: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def additive(self) -> bool: ...
 
     def count(self, text: str) -> int: ...
 
@@ -174,9 +177,7 @@ class HFTokenizer:
         try:
             from tokenizers import Tokenizer as _HF
         except ImportError as exc:
-            raise TokenizerError(
-                "Hugging Face tokenizers are not installed: pip install tokenizers"
-            ) from exc
+            raise TokenizerError("Hugging Face tokenizers are not installed: pip install tokenizers") from exc
         path = Path(source)
         if path.is_dir():
             path = path / "tokenizer.json"
@@ -238,9 +239,7 @@ class CharTokenizer:
 
     def __post_init__(self) -> None:
         if not self.chars_per_token > 0:
-            raise ConfigError(
-                f"chars_per_token must be > 0; got {self.chars_per_token!r}. Use e.g. 4.0."
-            )
+            raise ConfigError(f"chars_per_token must be > 0; got {self.chars_per_token!r}. Use e.g. 4.0.")
 
     @property
     def name(self) -> str:
@@ -257,9 +256,7 @@ class CharTokenizer:
         return [int(i * step) for i in range(self.count(text))]
 
     def decode(self, ids: Sequence[int]) -> str:
-        raise TokenizerError(
-            "CharTokenizer cannot decode ids; it is an estimate, not a vocabulary."
-        )
+        raise TokenizerError("CharTokenizer cannot decode ids; it is an estimate, not a vocabulary.")
 
 
 class CachedTokenizer:

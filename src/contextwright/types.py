@@ -194,7 +194,7 @@ class Chunk:
         if type(data) is not dict and not isinstance(data, Mapping):
             raise InputError(
                 f"{where} must be an object with at least a 'text' field; got "
-                f"{type(data).__name__} {_short(data)}. Pass {{\"text\": \"...\", \"score\": 0.5}}."
+                f'{type(data).__name__} {_short(data)}. Pass {{"text": "...", "score": 0.5}}.'
             )
         meta_in = data.get("metadata")
         if meta_in is not None and not isinstance(meta_in, Mapping):
@@ -208,30 +208,31 @@ class Chunk:
             for name, hit in _collect(nested, "metadata.").items():
                 found.setdefault(name, hit)
 
-        hit = found.get("text")
-        if hit is None:
+        text_hit = found.get("text")
+        if text_hit is None:
             raise InputError(
                 f"{where} has no text: expected one of the fields "
                 f"{', '.join(_ALIASES['text'])}; got keys {sorted(data)}. "
                 "Add the chunk's text under 'text'."
             )
-        text = hit[2]
+        text = text_hit[2]
         if type(text) is not str:
-            raise InputError(f"{where}.{hit[1]} must be a string; got {type(text).__name__} {_short(text)}.")
+            raise InputError(
+                f"{where}.{text_hit[1]} must be a string; got {type(text).__name__} {_short(text)}."
+            )
         if not text.strip():
             raise InputError(
-                f"{where}.{hit[1]} is empty or only whitespace ({text!r}). "
+                f"{where}.{text_hit[1]} is empty or only whitespace ({text!r}). "
                 "Drop empty chunks before assembly; they carry nothing to cite."
             )
 
-        hit = found.get("score")
+        score_hit = found.get("score")
         score = 0.0
-        if hit is not None:
-            raw = hit[2]
-            if type(raw) is float and math.isfinite(raw):
-                score = raw
-            else:
-                score = _number(raw, f"{where}.{hit[1]}")
+        if score_hit is not None:
+            raw = score_hit[2]
+            score = (
+                raw if type(raw) is float and math.isfinite(raw) else _number(raw, f"{where}.{score_hit[1]}")
+            )
 
         embedding = data.get("embedding", nested.get("embedding"))
         emb: tuple[float, ...] | None = None
@@ -325,9 +326,7 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
             explicit = True
         else:
             chunk = Chunk.from_dict(item, position=position)
-            explicit = isinstance(item, Mapping) and any(
-                item.get(k) is not None for k in _ALIASES["id"]
-            )
+            explicit = isinstance(item, Mapping) and any(item.get(k) is not None for k in _ALIASES["id"])
         if chunk.id in seen:
             if explicit:
                 raise InputError(

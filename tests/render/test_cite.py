@@ -32,7 +32,11 @@ def test_parse_ignores_huge_ranges() -> None:
 
 
 def test_resolve_maps_numbers_to_sources_and_flags_missing() -> None:
-    blocks = [Chunk("a", id="a", source="a.md"), Chunk("b", id="b", source="b.md"), Chunk("c", id="c", source="c.md")]
+    blocks = [
+        Chunk("a", id="a", source="a.md"),
+        Chunk("b", id="b", source="b.md"),
+        Chunk("c", id="c", source="c.md"),
+    ]
     cites = build_citations(blocks, get_format("sources"))
     assert [c.label for c in cites] == ["[SOURCE 1]", "[SOURCE 2]", "[SOURCE 3]"]
     result = resolve_citations("Yes [SOURCE 2], also [7] and [1-2].", cites)
@@ -42,7 +46,15 @@ def test_resolve_maps_numbers_to_sources_and_flags_missing() -> None:
 
 
 def test_citation_carries_snippet_span_and_merged_sources() -> None:
-    chunk = Chunk("word " * 100, id="m", doc_id="d", index=4, also_sources=("mirror.md",), chunk_ids=("m1", "m2"), metadata={"index_span": (4, 5)})
+    chunk = Chunk(
+        "word " * 100,
+        id="m",
+        doc_id="d",
+        index=4,
+        also_sources=("mirror.md",),
+        chunk_ids=("m1", "m2"),
+        metadata={"index_span": (4, 5)},
+    )
     (cite,) = build_citations([chunk], get_format("xml"))
     assert len(cite.snippet) == 200 and cite.snippet.endswith("…")
     assert cite.chunk_ids == ("m1", "m2") and cite.also_sources == ("mirror.md",)

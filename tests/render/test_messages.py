@@ -9,7 +9,9 @@ from contextwright.render.messages import PROMPTS, build_messages
 
 
 def test_messages_put_context_in_the_user_turn_by_default() -> None:
-    msgs = build_messages("CTX", "Q?", history=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    msgs = build_messages(
+        "CTX", "Q?", history=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    )
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
     assert msgs[0]["content"] == PROMPTS["default"]
     assert msgs[-1]["content"] == "Context:\nCTX\n\nQuestion: Q?"

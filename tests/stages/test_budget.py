@@ -40,7 +40,10 @@ def test_greedy_skips_a_misfit_and_continues() -> None:
 
 def test_stop_policy_stops_at_the_first_misfit() -> None:
     chunks = chunks_from_dicts(
-        [{"id": "big", "text": text_of(200), "score": 0.9}, {"id": "small", "text": text_of(10), "score": 0.8}]
+        [
+            {"id": "big", "text": text_of(200), "score": 0.9},
+            {"id": "small", "text": text_of(10), "score": 0.8},
+        ]
     )
     result = TokenBudget(policy="stop")(chunks, meter=meter(), budget=50)
     assert result.chunks == ()
@@ -49,7 +52,9 @@ def test_stop_policy_stops_at_the_first_misfit() -> None:
 
 def test_truncate_cuts_the_best_misfit_at_a_sentence_end() -> None:
     long = " ".join(f"Sentence number {i} talks about {WORDS[i % 10]}." for i in range(40))
-    chunks = chunks_from_dicts([{"id": "a", "text": text_of(20), "score": 0.9}, {"id": "long", "text": long, "score": 0.5}])
+    chunks = chunks_from_dicts(
+        [{"id": "a", "text": text_of(20), "score": 0.9}, {"id": "long", "text": long, "score": 0.5}]
+    )
     m = meter()
     result = TokenBudget(policy="truncate")(chunks, meter=m, budget=150)
     assert [c.id for c in result.chunks] == ["a", "long"]
@@ -101,7 +106,10 @@ def test_settings_are_validated(setting: str, value: object) -> None:
     ("text", "ends"),
     [
         ("One. Two! Three?", ["One.", "One. Two!", "One. Two! Three?"]),
-        ("Dr. Smith paid $3.50 today. Then left.", ["Dr. Smith paid $3.50 today.", "Dr. Smith paid $3.50 today. Then left."]),
+        (
+            "Dr. Smith paid $3.50 today. Then left.",
+            ["Dr. Smith paid $3.50 today.", "Dr. Smith paid $3.50 today. Then left."],
+        ),
         ('He said "stop." Then it stopped.', ['He said "stop."', 'He said "stop." Then it stopped.']),
         ("No end", ["No end"]),
     ],

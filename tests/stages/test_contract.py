@@ -30,9 +30,20 @@ WORDS = "the quick brown fox jumps over the lazy dog while a cat sleeps in the w
 def make_chunks() -> tuple[Chunk, ...]:
     items = []
     for i in range(8):
-        text = " ".join(WORDS[(i + j) % len(WORDS)] for j in range(30)) + ". It ends here. Another sentence follows."
+        text = (
+            " ".join(WORDS[(i + j) % len(WORDS)] for j in range(30))
+            + ". It ends here. Another sentence follows."
+        )
         items.append(
-            {"id": f"c{i}", "text": text, "score": round(1 - i * 0.1, 2), "doc_id": f"d{i % 3}", "index": i // 3, "source": f"s{i % 3}.md", "embedding": [1.0, float(i % 2), 0.5]}
+            {
+                "id": f"c{i}",
+                "text": text,
+                "score": round(1 - i * 0.1, 2),
+                "doc_id": f"d{i % 3}",
+                "index": i // 3,
+                "source": f"s{i % 3}.md",
+                "embedding": [1.0, float(i % 2), 0.5],
+            }
         )
     items.append({**items[0], "id": "copy", "score": 0.05})
     return chunks_from_dicts(items)
@@ -44,7 +55,13 @@ def build(cls: type) -> Any:
 
 def environment(budget: int) -> dict[str, Any]:
     tok = get_tokenizer("cl100k_base")
-    env: dict[str, Any] = {"query": "what does the fox do", "tokenizer": tok, "budget": budget, "meter": Meter(get_format("xml"), tok), "format": get_format("xml")}
+    env: dict[str, Any] = {
+        "query": "what does the fox do",
+        "tokenizer": tok,
+        "budget": budget,
+        "meter": Meter(get_format("xml"), tok),
+        "format": get_format("xml"),
+    }
     try:
         from contextwright.stores import InMemoryStore
 

@@ -9,7 +9,11 @@ from contextwright.stages.filter import MinScoreFilter, TopKFilter
 from contextwright.types import chunks_from_dicts
 
 CHUNKS = chunks_from_dicts(
-    [{"id": "a", "text": "a", "score": 0.1}, {"id": "b", "text": "b", "score": 0.9}, {"id": "c", "text": "c", "score": 0.5}]
+    [
+        {"id": "a", "text": "a", "score": 0.1},
+        {"id": "b", "text": "b", "score": 0.9},
+        {"id": "c", "text": "c", "score": 0.5},
+    ]
 )
 
 

@@ -46,7 +46,11 @@ def test_lost_in_the_middle_puts_best_first_for_odd_and_even_counts(scores: tupl
 
 @pytest.mark.parametrize(
     ("scores", "expected"),
-    [((5, 4, 3, 2, 1), ["s5", "s3", "s2", "s1", "s4"]), ((4, 3, 2, 1), ["s4", "s2", "s1", "s3"]), ((2, 1), ["s2", "s1"])],
+    [
+        ((5, 4, 3, 2, 1), ["s5", "s3", "s2", "s1", "s4"]),
+        ((4, 3, 2, 1), ["s4", "s2", "s1", "s3"]),
+        ((2, 1), ["s2", "s1"]),
+    ],
 )
 def test_bookend_best_first_second_best_last(scores: tuple, expected: list) -> None:
     assert ids(BookendOrder()(scored(*scores))) == expected

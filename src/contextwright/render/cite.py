@@ -14,7 +14,9 @@ __all__ = ["CitationResolution", "build_citations", "resolve_citations"]
 SNIPPET_CHARS = 200
 
 # [1]  [1, 3]  [1-3]  [1–3]  [SOURCE 2]  [Source 2, 4]  [2][3]
-_BRACKET = re.compile(r"\[\s*(?:source\s*)?(\d+(?:\s*(?:[-–,;]|and)\s*(?:source\s*)?\d+)*)\s*\]", re.IGNORECASE)
+_BRACKET = re.compile(
+    r"\[\s*(?:source\s*)?(\d+(?:\s*(?:[-–,;]|and)\s*(?:source\s*)?\d+)*)\s*\]", re.IGNORECASE
+)
 _ITEM = re.compile(r"(\d+)\s*[-–]\s*(?:source\s*)?(\d+)|(\d+)", re.IGNORECASE)
 
 

@@ -222,9 +222,7 @@ class XmlFormat(Format):
         allowed = {"title", "source", "section", "page", "line", "doc_id", "score"}
         bad = [a for a in self.attributes if a not in allowed]
         if bad:
-            raise ConfigError(
-                f"XmlFormat.attributes has {bad!r}; allowed: {', '.join(sorted(allowed))}."
-            )
+            raise ConfigError(f"XmlFormat.attributes has {bad!r}; allowed: {', '.join(sorted(allowed))}.")
 
     def escape(self, text: str) -> str:
         text = _clean(text)
@@ -277,7 +275,12 @@ class GroupedFormat(Format):
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         where = ", ".join(
-            b for b in (f"§ {_oneline(chunk.section)}" if chunk.section else "", f"p. {chunk.page}" if chunk.page is not None else "") if b
+            b
+            for b in (
+                f"§ {_oneline(chunk.section)}" if chunk.section else "",
+                f"p. {chunk.page}" if chunk.page is not None else "",
+            )
+            if b
         )
         return f"{self.label(n)} {where}\n" if where else f"{self.label(n)}\n"
 
@@ -354,9 +357,7 @@ class TemplateFormat(Format):
         if not self.template:
             raise ConfigError("TemplateFormat.template is empty; pass the Jinja2 template source.")
         if "{n}" not in self.label_format:
-            raise ConfigError(
-                f"TemplateFormat.label_format must contain '{{n}}'; got {self.label_format!r}."
-            )
+            raise ConfigError(f"TemplateFormat.label_format must contain '{{n}}'; got {self.label_format!r}.")
         _compile(self.template)
 
     def label(self, n: int) -> str:
@@ -408,7 +409,15 @@ def _compile(template: str) -> Any:
 
 _FORMATS: dict[str, type[Format]] = {
     cls.name: cls
-    for cls in (MinimalFormat, NumberedFormat, XmlFormat, GroupedFormat, SourcesFormat, MarkdownFormat, TemplateFormat)
+    for cls in (
+        MinimalFormat,
+        NumberedFormat,
+        XmlFormat,
+        GroupedFormat,
+        SourcesFormat,
+        MarkdownFormat,
+        TemplateFormat,
+    )
 }
 
 

@@ -81,9 +81,7 @@ def get_stage_class(name: str) -> type[Any]:
     try:
         return _STAGES[name]
     except KeyError:
-        raise ConfigError(
-            f"unknown stage type {name!r}; known: {', '.join(sorted(_STAGES))}."
-        ) from None
+        raise ConfigError(f"unknown stage type {name!r}; known: {', '.join(sorted(_STAGES))}.") from None
 
 
 def stage_to_dict(stage: Any) -> dict[str, Any]:

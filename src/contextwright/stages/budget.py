@@ -71,10 +71,12 @@ class TokenBudget:
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
-            raise ConfigError(
-                f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}."
-            )
-        if isinstance(self.min_truncated_tokens, bool) or not isinstance(self.min_truncated_tokens, int) or self.min_truncated_tokens < 1:
+            raise ConfigError(f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}.")
+        if (
+            isinstance(self.min_truncated_tokens, bool)
+            or not isinstance(self.min_truncated_tokens, int)
+            or self.min_truncated_tokens < 1
+        ):
             raise ConfigError(
                 f"min_truncated_tokens must be a positive integer; got {self.min_truncated_tokens!r}."
             )
@@ -104,12 +106,20 @@ class TokenBudget:
         changes: list[Change] = []
         if self.policy == "truncate" and skipped:
             for i, c in enumerate(skipped):
-                cut = self._truncate(c, meter, room - (meter.doc_cost(c) if c.group_key not in docs else 0), n)
+                cut = self._truncate(
+                    c, meter, room - (meter.doc_cost(c) if c.group_key not in docs else 0), n
+                )
                 if cut is not None:
                     kept.append(cut)
                     del skipped[i]
                     changes.append(
-                        Change(c.id, "truncated", meter.tokens(c), meter.tokens(cut), detail=f"{len(cut.text)} of {len(c.text)} characters")
+                        Change(
+                            c.id,
+                            "truncated",
+                            meter.tokens(c),
+                            meter.tokens(cut),
+                            detail=f"{len(cut.text)} of {len(c.text)} characters",
+                        )
                     )
                     break
         keep_ids = {c.id: c for c in kept}

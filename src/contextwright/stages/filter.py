@@ -35,7 +35,11 @@ class MinScoreFilter:
     min_score: float = 0.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.min_score, bool) or not isinstance(self.min_score, (int, float)) or not math.isfinite(self.min_score):
+        if (
+            isinstance(self.min_score, bool)
+            or not isinstance(self.min_score, (int, float))
+            or not math.isfinite(self.min_score)
+        ):
             raise ConfigError(f"min_score must be a finite number; got {self.min_score!r}.")
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:

@@ -165,7 +165,9 @@ _ORDERS: dict[str, type] = {
 }
 
 
-def order_stage(name: str) -> ScoreOrder | ChronologicalOrder | DocumentOrder | LostInTheMiddleOrder | BookendOrder | AutoOrder:
+def order_stage(
+    name: str,
+) -> ScoreOrder | ChronologicalOrder | DocumentOrder | LostInTheMiddleOrder | BookendOrder | AutoOrder:
     """An order stage from its short name (``relevance``, ``chronological``,
     ``lost_in_the_middle``, ``bookend``, ``document``, ``auto``).
 
