@@ -209,10 +209,13 @@ def test_the_assembler_passes_its_store_to_the_stage() -> None:
     assert expand.added == ("c:0", "c:2")
 
 
-def test_an_assembler_without_a_store_names_the_missing_resource() -> None:
+def test_an_assembler_without_a_store_runs_and_reports_that_nothing_was_expanded() -> None:
     config = {"stages": [{"type": "expand"}], "format": "xml"}
-    with pytest.raises(ConfigError, match=r"stage 'expand' requires 'store'.*Pass store= to Assembler"):
-        Assembler(config, budget=100).assemble("q", _hits(("c", 1, 1.0)))
+    ctx = Assembler(config, budget=100).assemble("q", _hits(("c", 1, 1.0)))
+    (expand, _render) = ctx.report.stages
+    assert expand.added == ()
+    assert any("no chunk store configured" in note for note in expand.notes)
+    assert [c.id for c in ctx.chunks] == ["c:1"]
 
 
 def test_with_expansion_inserts_after_filters_or_retunes_an_existing_stage() -> None:

@@ -63,7 +63,10 @@ class ExpandNeighbors:
     """
 
     name: ClassVar[str] = "expand"
-    requires: ClassVar[tuple[str, ...]] = ("store",)
+    requires: ClassVar[tuple[str, ...]] = ()
+    # Optional so that presets with expansion (``documents``) still run without
+    # a store: the report then says that nothing was expanded and why.
+    optional: ClassVar[tuple[str, ...]] = ("store",)
     window: int = 1
     factor: float = 0.5
     strict: bool = False
@@ -101,7 +104,7 @@ class ExpandNeighbors:
                 f"timeout_s must be a positive number of seconds or null; got {self.timeout_s!r}."
             )
 
-    def __call__(self, chunks: Sequence[Chunk], /, *, store: Any) -> StageResult:
+    def __call__(self, chunks: Sequence[Chunk], /, *, store: Any = None) -> StageResult:
         inputs = tuple(chunks)
         parents = [c for c in inputs if c.doc_id is not None and c.index is not None]
         notes: list[str] = []
@@ -113,6 +116,7 @@ class ExpandNeighbors:
                 notes.append("window 0: expansion disabled")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
         if store is None:
+            logger.warning("expand stage has no chunk store; nothing expanded", extra={"chunks": len(inputs)})
             notes.append("no chunk store configured (pass store= to the Assembler); nothing expanded")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
 
