@@ -23,10 +23,18 @@ def test_import_contextwright_and_its_adapters_package_imports_no_framework() ->
     assert _loaded_after("import contextwright, contextwright.adapters") == set()
 
 
-def test_a_name_from_the_adapters_package_imports_only_its_framework() -> None:
-    pytest.importorskip("langchain_core")
-    loaded = _loaded_after("from contextwright.adapters import ContextwrightRunnable")
-    assert loaded == {"langchain_core"}
+@pytest.mark.parametrize(
+    ("name", "framework"),
+    [
+        ("ContextwrightRunnable", "langchain_core"),
+        ("ContextwrightTransformer", "langchain_core"),
+        ("ContextwrightPostprocessor", "llama_index"),
+        ("ContextwrightAssembler", "haystack"),
+    ],
+)
+def test_a_name_from_the_adapters_package_imports_only_its_framework(name: str, framework: str) -> None:
+    pytest.importorskip(framework)
+    assert _loaded_after(f"from contextwright.adapters import {name}") == {framework}
 
 
 def test_unknown_adapter_name_is_an_attribute_error() -> None:
