@@ -373,7 +373,7 @@ function render(data) {
   q.appendChild(el("b", null, "Query: "));
   q.appendChild(document.createTextNode(data.query || "(none)"));
   var opts = data.options || {};
-  var bits = Object.keys(opts).filter(function (k) { return opts[k] !== null && opts[k] !== ""; })
+  var bits = Object.keys(opts).filter(function (k) { return opts[k] !== null && opts[k] !== undefined && opts[k] !== ""; })
     .map(function (k) { return k + " " + (typeof opts[k] === "object" ? JSON.stringify(opts[k]) : opts[k]); });
   $("cw-summary").textContent = r.summary + " · tokenizer " + data.tokenizer + (bits.length ? " · " + bits.join(" · ") : "");
 
@@ -414,6 +414,7 @@ function render(data) {
   // zones
   var zones = clear($("cw-zones"));
   zones.appendChild(row(["zone", { v: "tokens", num: true }, ""], true));
+  zones.firstChild.lastChild.style.width = "45%";
   var z = r.zones || {};
   // with an explicit budget only "documents" is set; zero zones would only be noise
   var names = Object.keys(z).filter(function (n) { return z[n] > 0 || n === "documents"; });
