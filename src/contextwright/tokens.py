@@ -114,6 +114,9 @@ class TiktokenTokenizer:
         self.name = encoding
         pattern: str = getattr(self._enc, "_pat_str", "")
         self.additive = any(marker in pattern for marker in _ADDITIVE_PATTERN_MARKERS)
+        # Digit runs of at most three are pre-tokens of their own: a number's
+        # tokens never merge with its neighbours' (used to count block headers).
+        self.digits_isolated = r"\p{N}{1,3}" in pattern
 
     def count(self, text: str) -> int:
         return len(self._enc.encode_ordinary(text))
@@ -277,6 +280,7 @@ class CachedTokenizer:
         self.base = base
         self.name = base.name
         self.additive = base.additive
+        self.digits_isolated = bool(getattr(base, "digits_isolated", False))
         self.maxsize = maxsize
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
@@ -288,7 +292,10 @@ class CachedTokenizer:
         n = cache.get(text)
         if n is not None:
             self.hits += 1
-            cache.move_to_end(text)
+            try:  # noqa: SIM105 - the hot path; contextlib.suppress costs more than the lookup
+                cache.move_to_end(text)
+            except KeyError:  # another thread evicted it between the get and here
+                pass
             return n
         n = self.base.count(text)
         self.misses += 1

@@ -133,18 +133,31 @@ def _frozen(value: Any) -> Any:
 
 
 _loaded = False
+_loading = False
+_LOAD_LOCK = threading.RLock()
 
 
 def _load_builtins() -> None:
-    global _loaded
+    # Threads (the service's assembly pool) may ask for a stage while another thread is
+    # still importing the built-ins: they wait for the lock instead of seeing a partial
+    # registry. ``_loading`` stops a stage module that looks up a stage at import time
+    # from starting the loop again in the same thread.
+    global _loaded, _loading
     if _loaded:
         return
-    _loaded = True
-    import importlib
-    import pkgutil
+    with _LOAD_LOCK:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            import importlib
+            import pkgutil
 
-    import contextwright.stages as package
+            import contextwright.stages as package
 
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "base":
-            importlib.import_module(f"contextwright.stages.{info.name}")
+            for info in pkgutil.iter_modules(package.__path__):
+                if info.name != "base":
+                    importlib.import_module(f"contextwright.stages.{info.name}")
+            _loaded = True
+        finally:
+            _loading = False
