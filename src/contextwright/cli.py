@@ -317,6 +317,8 @@ if typer is not None:
         ] = None,
     ) -> None:
         """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency."""
+        import logging
+
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from contextwright.errors import ContextwrightError
@@ -328,6 +330,18 @@ if typer is not None:
         except ValueError:
             fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
         names: list[str] = _csv(strategy) if strategy else default_strategies()
+        # A stage warns once per call; over hundreds of queries, show each distinct warning once.
+        seen: set[tuple[str, str]] = set()
+
+        class Once(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                key = (record.name, record.getMessage())
+                if key not in seen:
+                    seen.add(key)
+                    err.print(f"[yellow]warning:[/] {key[1]} [dim](shown once)[/]", highlight=False)
+
+        handler = Once(logging.WARNING)
+        logging.getLogger("contextwright").addHandler(handler)
         try:
             queries = load_queries(data, limit=limit)
             with Progress(
@@ -352,6 +366,8 @@ if typer is not None:
                 )
             for name, reason in result.skipped.items():
                 err.print(f"[yellow]skipped {name}:[/] {reason}", highlight=False)
+            for name, note in result.notes.items():
+                err.print(f"[yellow]note {name}:[/] {note}", highlight=False)
             table = render_table(result)
             out = Console(highlight=False)
             needed = out.measure(table, options=out.options.update_width(1_000)).maximum
@@ -367,6 +383,8 @@ if typer is not None:
                 err.print(f"wrote {html_out}", highlight=False)
         except ContextwrightError as exc:
             fail(str(exc))
+        finally:
+            logging.getLogger("contextwright").removeHandler(handler)
 
 
 def main(argv: list[str] | None = None) -> Any:

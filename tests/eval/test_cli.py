@@ -145,21 +145,24 @@ def test_html_report_renders_its_plots_offline_in_chromium(runs: dict[str, Any])
     assert drawn > 100
 
 
-def test_eval_with_a_config_file_and_a_missing_resource_reports_the_skip(tmp_path: Path) -> None:
+def test_eval_with_config_files_reports_skips_and_notes(tmp_path: Path, needy_stage: str) -> None:
     data = _data()
     mine = tmp_path / "mine.toml"
     mine.write_text('format = "minimal"\n[[stages]]\ntype = "token_budget"\npolicy = "stop"\n')
-    expanding = tmp_path / "expanding.json"
-    expanding.write_text(json.dumps({"stages": [{"type": "expand"}, {"type": "token_budget"}]}))
+    needy = tmp_path / "needy.json"
+    needy.write_text(json.dumps({"stages": [{"type": needy_stage}, {"type": "token_budget"}]}))
     out = tmp_path / "r.json"
-    args = ["eval", data, "--limit", "3", "--budget", "500", "--strategy", "naive",
-            "--config", str(mine), "--config", str(expanding), "--json", str(out)]  # fmt: skip
+    args = ["eval", data, "--limit", "3", "--budget", "500", "--strategy", "naive,documents",
+            "--config", str(mine), "--config", str(needy), "--json", str(out)]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert re.search(r"│ mine\s+│\s+500 │", result.stdout)
-    assert "skipped expanding:" in result.stderr
-    assert "--corpus" in result.stderr
-    assert [s["name"] for s in json.loads(out.read_text())["strategies"]] == ["naive", "mine"]
+    stderr = " ".join(result.stderr.split())
+    assert "skipped needy: stage" in stderr
+    assert "note documents: ran without the optional resource 'store'" in stderr
+    # the expand stage warns on every call; the command shows it once
+    assert stderr.count("expand stage has no chunk store") == 1
+    assert [s["name"] for s in json.loads(out.read_text())["strategies"]] == ["naive", "documents", "mine"]
 
 
 @pytest.mark.parametrize(

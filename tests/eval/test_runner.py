@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,24 +162,32 @@ def test_evaluate_with_two_workers_equals_one_worker_but_for_latency(dev10: tupl
     assert [replace(s, **strip) for s in one.summaries] == [replace(s, **strip) for s in two.summaries]
 
 
-def test_evaluate_skips_a_strategy_that_needs_a_store_and_runs_it_with_a_corpus(
-    dev10: tuple[EvalQuery, ...], tmp_path: Any
+def test_evaluate_skips_a_strategy_that_lacks_a_required_resource(
+    dev10: tuple[EvalQuery, ...], tmp_path: Path, needy_stage: str
 ) -> None:
-    import json
-
-    config = tmp_path / "expanding.json"
-    config.write_text(
-        json.dumps({"stages": [{"type": "expand", "window": 1}, {"type": "token_budget"}], "format": "xml"})
-    )
+    config = tmp_path / "needy.json"
+    config.write_text(json.dumps({"stages": [{"type": needy_stage}, {"type": "token_budget"}]}))
     without = evaluate(dev10[:2], ["naive", str(config)], [500])
-    assert "expanding" in without.skipped
-    assert "--corpus" in without.skipped["expanding"]
+    assert without.skipped == {
+        "needy": f"stage {needy_stage!r} needs the resource 'oracle', which this evaluation does not have"
+    }
     assert {r.strategy for r in without.results} == {"naive"}
+    with_it = evaluate(dev10[:2], ["naive", str(config)], [500], resources={"oracle": object()})
+    assert with_it.skipped == {}
+    assert {r.strategy for r in with_it.results} == {"naive", "needy"}
+
+
+def test_evaluate_opens_a_store_from_the_corpus_for_expansion(dev10: tuple[EvalQuery, ...]) -> None:
     if not CORPUS.exists():
         pytest.skip(f"shared corpus not found at {CORPUS}")
-    with_store = evaluate(dev10[:2], ["naive", str(config)], [500], corpus=CORPUS)
-    assert with_store.skipped == {}
-    assert {r.strategy for r in with_store.results} == {"naive", "expanding"}
+    plain = evaluate(dev10, ["documents"], [1000])
+    assert "documents" in plain.notes
+    assert "'store'" in plain.notes["documents"]
+    expanded = evaluate(dev10, ["documents"], [1000], corpus=CORPUS)
+    assert expanded.notes == {}
+    # neighbours come from the store: the outputs change, and stay within budget
+    assert [r.tokens for r in expanded.results] != [r.tokens for r in plain.results]
+    assert all(not r.over_budget for r in expanded.results)
 
 
 @pytest.mark.parametrize(

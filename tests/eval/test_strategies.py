@@ -109,15 +109,24 @@ def test_every_preset_runs_as_a_strategy_within_budget(preset: str) -> None:
     assert {i for ids in out.member_ids for i in ids} <= {"a", "b", "c"}
 
 
-def test_pipeline_strategy_reports_a_missing_store_with_the_fix() -> None:
-    strategy = PipelineStrategy(
-        "expanding", {"stages": [{"type": "expand", "window": 1}, {"type": "token_budget"}], "format": "xml"}
+def test_pipeline_strategy_reports_a_missing_required_resource(needy_stage: str) -> None:
+    strategy = PipelineStrategy("needy", {"stages": [{"type": needy_stage}, {"type": "token_budget"}]})
+    assert strategy.missing({}) == (
+        f"stage {needy_stage!r} needs the resource 'oracle', which this evaluation does not have"
     )
-    reason = strategy.missing({})
-    assert reason is not None
-    assert "'store'" in reason
-    assert "--corpus" in reason
-    assert strategy.missing({"store": object()}) is None
+    assert strategy.missing({"oracle": object()}) is None
+
+
+def test_pipeline_strategy_notes_a_missing_optional_store_with_the_fix() -> None:
+    strategy = PipelineStrategy(
+        "expanding", {"stages": [{"type": "expand", "window": 1}, {"type": "token_budget"}]}
+    )
+    assert strategy.missing({}) is None
+    note = strategy.degraded({})
+    assert note is not None
+    assert "optional resource 'store' of stage 'expand'" in note
+    assert "--corpus" in note
+    assert strategy.degraded({"store": object()}) is None
 
 
 def test_pipeline_strategy_pickles_without_its_assembler() -> None:

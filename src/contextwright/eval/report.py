@@ -47,7 +47,8 @@ DEFINITIONS: dict[str, str] = {
     "red%": f"redundancy: share of output words inside a word {REDUNDANCY_SHINGLE}-shingle "
     "that already occurred in an earlier block (overlaps and near-duplicates), pooled",
     "viol": "outputs over budget (independent count)",
-    "p50/p95 ms": "median and 95th-percentile (nearest rank) latency of one assembly",
+    "p50/p95 ms": "median and 95th-percentile (nearest rank) latency of one assembly, with the token "
+    "cache cleared before each (as for a query whose chunks were never seen)",
 }
 
 #: (header, subset, attribute, kind) of the table's columns.
@@ -335,6 +336,10 @@ def render_html(
     if result.skipped:
         parts.append("<h2>Skipped strategies</h2><ul>")
         parts.extend(f"<li><b>{_e(n)}</b>: {_e(r)}</li>" for n, r in result.skipped.items())
+        parts.append("</ul>")
+    if result.notes:
+        parts.append("<h2>Notes</h2><ul>")
+        parts.extend(f"<li><b>{_e(n)}</b>: {_e(r)}</li>" for n, r in result.notes.items())
         parts.append("</ul>")
     for heading, svg in _plots(result):
         parts.append(f"<h2>{_e(heading)}</h2><figure>{svg}</figure>")

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import multiprocessing
 import pickle
 import time
@@ -81,7 +82,7 @@ class QueryResult:
         expected_accuracy: The prior's accuracy (%) at ``position`` (closed-book when none).
         redundant_words: Words repeating an earlier block (see :func:`~contextwright.eval.metrics.redundancy`).
         words: Words in the output's blocks.
-        latency_ms: Wall time of the strategy for this query and budget.
+        latency_ms: Wall time of the strategy for this query and budget, token cache cleared first.
     """
 
     query_id: str
@@ -172,10 +173,16 @@ def evaluate_query(
     prior: PositionalPrior | None = None,
     resources: Mapping[str, Any] | None = None,
 ) -> list[QueryResult]:
-    """Run every strategy at every budget on one query and score the outputs."""
+    """Run every strategy at every budget on one query and score the outputs.
+
+    The token cache of ``tokenizer`` is cleared before each run, so every
+    latency is that of a query whose chunks were never seen, whatever ran
+    before it; pass a private :class:`~contextwright.tokens.CachedTokenizer`.
+    """
     out = []
     for strategy in strategies:
         for budget in budgets:
+            tokenizer.clear()
             start = time.perf_counter()
             output = strategy.run(
                 query.question, query.chunks, budget=budget, tokenizer=tokenizer, resources=resources
@@ -303,8 +310,9 @@ class EvalResult:
         summaries: :func:`summarize` over ``all`` and ``hard``.
         strategies: Name and description of each strategy that ran.
         skipped: Strategies that could not run, with the reason.
+        notes: Strategies that ran without an optional resource, and what they lacked.
         budgets: The budgets.
-        meta: Data file, query count, tokenizer, prior, workers.
+        meta: Query counts, tokenizer, prior.
     """
 
     results: tuple[QueryResult, ...]
@@ -312,6 +320,7 @@ class EvalResult:
     strategies: tuple[tuple[str, dict[str, Any]], ...]
     skipped: Mapping[str, str]
     budgets: tuple[int, ...]
+    notes: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def summary(self, strategy: str, budget: int, subset: Subset = "all") -> Summary:
@@ -332,6 +341,7 @@ class EvalResult:
             "budgets": list(self.budgets),
             "strategies": [{"name": n, **d} for n, d in self.strategies],
             "skipped": dict(self.skipped),
+            "notes": dict(self.notes),
             "summaries": [s.to_dict() for s in self.summaries],
             "results": [r.to_dict() for r in self.results],
         }
@@ -352,9 +362,21 @@ def open_corpus_store(path: str | Path) -> Any:
     return store
 
 
+def _private(spec: str | Tokenizer) -> CachedTokenizer:
+    # A cache of our own: the runs clear it (cold latencies) and must not clear the caller's.
+    return CachedTokenizer(get_tokenizer(spec).base)
+
+
 # -- worker processes ---------------------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
+
+
+class _Relay(logging.Handler):
+    """Hands a worker's log record to the parent's logger of the same name (and so its handlers)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger(record.name).handle(record)
 
 
 def _init_worker(
@@ -364,12 +386,18 @@ def _init_worker(
     prior: PositionalPrior,
     resources: dict[str, Any],
     corpus: str | None,
+    log_queue: Any,
+    log_level: int,
 ) -> None:
+    # Records go back to the parent, which logs them as if they had happened there.
+    root = logging.getLogger()
+    root.handlers[:] = [logging.handlers.QueueHandler(log_queue)]
+    root.setLevel(log_level)
     res = dict(resources)
     if corpus is not None:
         res["store"] = open_corpus_store(corpus)
     _WORKER.update(
-        strategies=strategies, budgets=budgets, tokenizer=get_tokenizer(tokenizer), prior=prior, resources=res
+        strategies=strategies, budgets=budgets, tokenizer=_private(tokenizer), prior=prior, resources=res
     )
 
 
@@ -430,7 +458,7 @@ def evaluate(
         raise ConfigError(f"workers must be a positive integer; got {workers!r}.")
     budgets = tuple(dict.fromkeys(budgets))
     prior_obj = load_prior(prior)
-    tok = get_tokenizer(tokenizer)
+    tok = _private(tokenizer)
     res: dict[str, Any] = dict(resources or {})
     if corpus is not None:
         res["store"] = open_corpus_store(corpus)
@@ -440,14 +468,18 @@ def evaluate(
     if dupes:
         raise ConfigError(f"strategy names must be unique; {', '.join(dupes)} appear more than once.")
     skipped: dict[str, str] = {}
+    notes: dict[str, str] = {}
     runnable: list[Strategy] = []
     for s in built:
         reason = s.missing(res)
         if reason:
             skipped[s.name] = reason
-            logger.warning("strategy skipped", extra={"strategy": s.name, "reason": reason})
-        else:
-            runnable.append(s)
+            logger.info("strategy skipped", extra={"strategy": s.name, "reason": reason})
+            continue
+        runnable.append(s)
+        note = s.degraded(res)
+        if note:
+            notes[s.name] = note
     total = len(queries)
     collected: list[QueryResult] = []
     if workers == 1 or total <= 1:
@@ -469,11 +501,20 @@ def evaluate(
             ) from None
         ctx = multiprocessing.get_context("spawn")
         chunksize = max(1, total // (workers * 8))
-        with ctx.Pool(min(workers, total), initializer=_init_worker, initargs=args) as pool:
-            for done, rs in enumerate(pool.imap_unordered(_work, queries, chunksize=chunksize), 1):
-                collected.extend(rs)
-                if progress is not None:
-                    progress(done, total)
+        log_queue = ctx.Queue()
+        listener = logging.handlers.QueueListener(log_queue, _Relay())
+        listener.start()
+        level = logging.getLogger("contextwright").getEffectiveLevel()
+        try:
+            with ctx.Pool(
+                min(workers, total), initializer=_init_worker, initargs=(*args, log_queue, level)
+            ) as pool:
+                for done, rs in enumerate(pool.imap_unordered(_work, queries, chunksize=chunksize), 1):
+                    collected.extend(rs)
+                    if progress is not None:
+                        progress(done, total)
+        finally:
+            listener.stop()
     order = {n: i for i, n in enumerate(s.name for s in runnable)}
     collected.sort(key=lambda r: (r.query_id, order[r.strategy], r.budget))
     summaries = tuple(
@@ -487,6 +528,7 @@ def evaluate(
         summaries=summaries,
         strategies=tuple((s.name, s.describe()) for s in runnable),
         skipped=skipped,
+        notes=notes,
         budgets=budgets,
         meta={
             "queries": total,

@@ -72,6 +72,10 @@ class Strategy(Protocol):
         """Why this strategy cannot run with ``resources``, or ``None`` when it can."""
         ...
 
+    def degraded(self, resources: Mapping[str, Any]) -> str | None:
+        """What this strategy does without, for want of an optional resource, or ``None``."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """A JSON-ready description for reports."""
         ...
@@ -157,6 +161,9 @@ class NaiveStrategy:
     def missing(self, resources: Mapping[str, Any]) -> str | None:
         return None
 
+    def degraded(self, resources: Mapping[str, Any]) -> str | None:
+        return None
+
     def describe(self) -> dict[str, Any]:
         return {"type": "naive", "separator": self.separator}
 
@@ -202,6 +209,9 @@ class GreedyStrategy:
     separator: str = "\n\n"
 
     def missing(self, resources: Mapping[str, Any]) -> str | None:
+        return None
+
+    def degraded(self, resources: Mapping[str, Any]) -> str | None:
         return None
 
     def describe(self) -> dict[str, Any]:
@@ -266,17 +276,26 @@ class PipelineStrategy:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["name"], state["config"])  # type: ignore[misc]
 
-    def missing(self, resources: Mapping[str, Any]) -> str | None:
+    def _lacking(self, resources: Mapping[str, Any], kind: str) -> tuple[str, str] | None:
         for stage in self._pipeline.stages:
-            for key in getattr(stage, "requires", ()):
+            for key in getattr(stage, kind, ()):
                 if key not in BASE_ENV and key not in resources:
-                    hint = (
-                        " (pass --corpus with the chunk corpus to open a SQLite store)"
-                        if key == "store"
-                        else ""
-                    )
-                    return f"stage {stage.name!r} needs the resource {key!r}, which this evaluation does not have{hint}"
+                    return stage.name, key
         return None
+
+    def missing(self, resources: Mapping[str, Any]) -> str | None:
+        lack = self._lacking(resources, "requires")
+        if lack is None:
+            return None
+        stage, key = lack
+        return f"stage {stage!r} needs the resource {key!r}, which this evaluation does not have{_hint(key)}"
+
+    def degraded(self, resources: Mapping[str, Any]) -> str | None:
+        lack = self._lacking(resources, "optional")
+        if lack is None:
+            return None
+        stage, key = lack
+        return f"ran without the optional resource {key!r} of stage {stage!r}{_hint(key)}"
 
     def describe(self) -> dict[str, Any]:
         return {"type": "pipeline", "config": self.config}
@@ -303,6 +322,10 @@ class PipelineStrategy:
             blocks=tuple(c.text for c in ctx.chunks),
             member_ids=tuple(c.member_ids for c in ctx.chunks),
         )
+
+
+def _hint(key: str) -> str:
+    return " (pass --corpus with the chunk corpus to open a SQLite store)" if key == "store" else ""
 
 
 def build_strategy(spec: str | Path | Strategy) -> Strategy:

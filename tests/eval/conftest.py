@@ -1,0 +1,33 @@
+"""A stage that requires a resource no evaluation has, registered only while a test needs it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+from contextwright.stages import base
+from contextwright.types import Chunk, StageResult
+
+NEEDY = "eval_test_needs_oracle"
+
+
+@pytest.fixture
+def needy_stage() -> Iterator[str]:
+    """Register a stage requiring the resource 'oracle'; yield its type name; unregister it."""
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class NeedsOracle:
+        name: ClassVar[str] = NEEDY
+        requires: ClassVar[tuple[str, ...]] = ("oracle",)
+
+        def __call__(self, chunks: Sequence[Chunk], /, **needs: Any) -> StageResult:
+            return StageResult.of(self.name, chunks, chunks)
+
+    base.register_stage(NeedsOracle)
+    try:
+        yield NEEDY
+    finally:
+        base._STAGES.pop(NEEDY, None)
