@@ -25,6 +25,8 @@ from contextwright import Assembler  # noqa: E402
 from contextwright.errors import ConfigError  # noqa: E402
 from contextwright.service import ServiceConfig, create_app  # noqa: E402
 
+REPO = Path(__file__).resolve().parents[1]
+
 CHUNKS: list[dict[str, Any]] = [
     {
         "id": "a",
@@ -236,13 +238,23 @@ def test_bad_options_give_422_naming_the_field(
     assert re.search(detail, body["detail"]), body["detail"]
 
 
-def test_a_stage_needing_a_missing_resource_is_a_422_not_a_500(client: TestClient) -> None:
-    config = {"stages": [{"type": "expand", "window": 1}]}
-    body = is_problem(
-        client.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, "config": config}), 422
-    )
-    assert body["loc"] == ["body", "config"]
-    assert "store" in body["detail"]
+def test_the_server_store_serves_expansion_for_every_request(tmp_path: Path) -> None:
+    from contextwright.stores import open_store
+
+    db = tmp_path / "chunks.db"
+    store = open_store(f"sqlite:///{db}")
+    store.load_jsonl(REPO / "tests" / "fixtures" / "small_corpus.jsonl")
+    store.close()
+    config = {
+        "stages": [{"type": "expand", "window": 1}, {"type": "chronological_order"}],
+        "format": "numbered",
+    }
+    hit = {"id": "rontgen:1", "doc_id": "rontgen", "index": 1, "score": 1.0, "text": "On 8 November 1895 ..."}
+    with TestClient(create_app(ServiceConfig(budget=500, store_url=f"sqlite:///{db}"))) as c:
+        body = c.post("/v1/assemble", json={"query": "q", "chunks": [hit], "config": config}).json()
+    ids = [i for cit in body["citations"] for i in cit["chunk_ids"]]
+    assert ids == ["rontgen:0", "rontgen:1", "rontgen:2"]
+    assert body["report"]["stages"][0]["added"] == ["rontgen:0", "rontgen:2"]
 
 
 def test_zones_without_room_give_400(client: TestClient) -> None:

@@ -923,7 +923,8 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
 
     # -- endpoints ----------------------------------------------------------
 
-    def do_assemble(req: AssembleRequest) -> bytes:
+    def options_of(req: AssembleRequest) -> dict[str, Any]:
+        """The assembler's identity for a request: everything but the per-call budget."""
         options = {
             "preset": req.preset or cfg.preset,
             "config": req.config,
@@ -936,6 +937,11 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
             "output_tokens": req.output_tokens,
             "buffer_tokens": req.buffer_tokens,
         }
+        # A budget-only assembler still needs a budget at construction; requests pass their own.
+        return {**options, "budget_hint": None if options["model"] else 0}
+
+    def do_assemble(req: AssembleRequest) -> bytes:
+        options = options_of(req)
         budget = req.budget if req.budget is not None else cfg.budget
         if budget is None and not options["model"]:
             raise _Failure(
@@ -945,10 +951,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
                 "this server has no default (set CONTEXTWRIGHT_BUDGET or CONTEXTWRIGHT_MODEL).",
                 ["body", "budget"],
             )
-        # The budget is per call, not part of the assembler's identity; a budget-only assembler
-        # still needs one at construction.
-        key = {**options, "budget_hint": None if options["model"] else 0}
-        assembler = assemblers.get(key)
+        assembler = assemblers.get(options)
         chunks = [c.model_dump(exclude_none=True) for c in req.chunks]
         try:
             ctx = assembler.assemble(req.query, chunks, budget=budget)
@@ -974,6 +977,14 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         if req.inspect:
             out["inputs"] = input_rows(chunks)
         return dumps(out)
+
+    if cfg.budget is not None or cfg.model:
+        # Build the default assembler now: the stages are imported and the tokenizer loaded
+        # before the first request, and a server whose defaults cannot work does not start.
+        try:
+            assemblers.get(options_of(AssembleRequest.model_validate({"chunks": []})))
+        except _Failure as exc:
+            raise ConfigError(f"the server's default configuration does not work: {exc.detail}") from None
 
     @app.post(
         "/v1/assemble",
