@@ -19,9 +19,9 @@ non-whitespace character, and BPE works inside pre-tokens; so when every
 piece ends with ``"\\n"`` and the next starts with non-whitespace, the count
 of the joined string is exactly the sum of the pieces' counts. Tokenizers
 that guarantee this set ``additive = True``; for them the final string is
-provably within budget without tokenizing it again. The character heuristic
-is sub-additive (a sum of ceilings bounds the ceiling of the sum), which is
-just as good for a budget. Everything else is verified on the final string.
+provably within budget without tokenizing it again. Everything else
+(Hugging Face tokenizers, the character estimate, user templates) is counted
+on the final string.
 """
 
 from __future__ import annotations
@@ -238,7 +238,9 @@ class CharTokenizer:
     """
 
     chars_per_token: float = 4.0
-    additive = True  # a sum of ceilings bounds the ceiling of the sum
+    # Counting the final string costs only len(); doing so keeps ctx.tokens the
+    # exact estimate of ctx.text rather than a sum of per-piece ceilings.
+    additive = False
 
     def __post_init__(self) -> None:
         if not self.chars_per_token > 0:

@@ -133,18 +133,20 @@ class Format:
     def block_footer(self, chunk: Chunk, n: int) -> str:
         return ""
 
-    def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
-        """The pieces of the rendered context, in order (empty pieces left out).
+    def layout(self, blocks: Sequence[Chunk], *, query: str = "") -> list[tuple[str, Chunk | None, int]]:
+        """The pieces of the rendered context, in order, empty pieces left out.
 
-        No blocks render as the empty string (no frame), so an empty context
-        costs nothing and fits any budget, including 0.
+        Each entry is ``(piece, chunk, n)``; ``chunk`` and ``n`` are set on block
+        headers (so a meter can count a header from its number-free parts) and
+        are ``None``/``0`` elsewhere. No blocks render as the empty string (no
+        frame), so an empty context costs nothing and fits any budget, including 0.
         """
         if not blocks:
             return []
-        out: list[str] = []
+        out: list[tuple[str, Chunk | None, int]] = []
         start = self.frame_start()
         if start:
-            out.append(start)
+            out.append((start, None, 0))
         seen: set[str] = set()
         previous: str | None = None
         for n, chunk in enumerate(blocks, 1):
@@ -152,16 +154,24 @@ class Format:
             if key != previous:
                 head = self.doc_header(chunk, first=key not in seen)
                 if head:
-                    out.append(head)
+                    out.append((head, None, 0))
                 seen.add(key)
                 previous = key
-            for piece in (self.block_header(chunk, n), self.body(chunk), self.block_footer(chunk, n)):
-                if piece:
-                    out.append(piece)
+            header = self.block_header(chunk, n)
+            if header:
+                out.append((header, chunk, n))
+            out.append((self.body(chunk), None, 0))
+            footer = self.block_footer(chunk, n)
+            if footer:
+                out.append((footer, None, 0))
         end = self.frame_end()
         if end:
-            out.append(end)
+            out.append((end, None, 0))
         return out
+
+    def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
+        """The pieces of the rendered context, in order (see :meth:`layout`)."""
+        return [piece for piece, _, _ in self.layout(blocks, query=query)]
 
     def render(self, blocks: Sequence[Chunk], *, query: str = "") -> str:
         """The context string for ``blocks`` in this order."""
@@ -368,7 +378,7 @@ class TemplateFormat(Format):
             return _clean(text)
         return get_format(self.escape_as).escape(text)
 
-    def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
+    def layout(self, blocks: Sequence[Chunk], *, query: str = "") -> list[tuple[str, Chunk | None, int]]:
         if not blocks:
             return []
         items = [
@@ -390,7 +400,7 @@ class TemplateFormat(Format):
             for n, c in enumerate(blocks, 1)
         ]
         text = _compile(self.template).render(blocks=items, query=query)
-        return [text] if text else []
+        return [(text, None, 0)] if text else []
 
 
 @functools.lru_cache(maxsize=64)

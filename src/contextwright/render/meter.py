@@ -17,6 +17,8 @@ from contextwright.types import Chunk
 
 __all__ = ["Meter"]
 
+_SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
+
 
 @dataclass(slots=True)
 class Meter:
@@ -34,6 +36,15 @@ class Meter:
     bodies: dict[str, str] = field(default_factory=dict, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
+    _header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
+    _digits_isolated: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._digits_isolated = bool(
+            getattr(self.tokenizer, "digits_isolated", False)
+            and self.tokenizer.additive
+            and self.format.additive
+        )
 
     def body(self, chunk: Chunk) -> str:
         """The rendered body of ``chunk`` (memoized by text)."""
@@ -78,14 +89,41 @@ class Meter:
                 known[c.text] = self._counts[self.body(c)]
         return sum(known[c.text] for c in chunks)
 
+    def header_cost(self, chunk: Chunk, n: int) -> int:
+        """Tokens of ``chunk``'s block header as block ``n``.
+
+        When the tokenizer pre-tokenizes digit runs on their own (tiktoken's
+        cl100k/o200k: ``\\p{N}{1,3}``) and the header shows ``n`` once, the
+        header's count is ``count(before) + count(str(n)) + count(after)``: the
+        number-free parts are counted once per chunk and reused for whatever
+        number the block gets after ordering.
+        """
+        if self._digits_isolated:
+            key = (chunk.id, chunk.title, chunk.source, chunk.section, chunk.page, chunk.line, chunk.doc_id)
+            if key in self._header_parts:
+                parts = self._header_parts[key]
+            else:
+                parts = self._header_parts[key] = self._split_header(chunk)
+            if parts is not None:
+                return self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
+        header = self.format.block_header(chunk, n)
+        return self.count(header) if header else 0
+
+    def _split_header(self, chunk: Chunk) -> tuple[str, str] | None:
+        header = self.format.block_header(chunk, _SENTINEL)
+        mark = str(_SENTINEL)
+        if header.count(mark) != 1:
+            return None
+        before, after = header.split(mark)
+        if before[-1:].isdigit() or after[:1].isdigit() or not before or not after:
+            return None
+        return before, after
+
     def block_cost(self, chunk: Chunk, n: int) -> int:
         """Header + body + footer of ``chunk`` as block ``n``."""
-        fmt = self.format
-        cost = self.tokens(chunk)
-        for piece in (fmt.block_header(chunk, n), fmt.block_footer(chunk, n)):
-            if piece:
-                cost += self.count(piece)
-        return cost
+        cost = self.tokens(chunk) + self.header_cost(chunk, n)
+        footer = self.format.block_footer(chunk, n)
+        return cost + self.count(footer) if footer else cost
 
     def doc_cost(self, chunk: Chunk) -> int:
         """The document header shown before the first block of ``chunk``'s document."""
@@ -104,13 +142,20 @@ class Meter:
         which equals the count of the joined text; otherwise, or with
         ``verify``, the joined text is tokenized.
         """
-        pieces = self.format.pieces(blocks, query=query)
+        layout = self.format.layout(blocks, query=query)
+        pieces = [piece for piece, _, _ in layout]
         text = join_pieces(pieces)
         if verify or not (self.format.additive and self.tokenizer.additive):
             return text, self.tokenizer.count(text)
         if not pieces:
             return text, 0
-        last = pieces[-1].rstrip("\n")
-        self.count_all([*pieces[:-1], last])
-        counts = self._counts
-        return text, sum(counts[p] for p in pieces[:-1]) + counts[last]
+        total = 0
+        for piece, chunk, n in layout[:-1]:
+            total += self.header_cost(chunk, n) if chunk is not None else self.count(piece)
+        last, chunk, n = layout[-1]
+        stripped = last.rstrip("\n")
+        if chunk is not None and stripped == last:
+            total += self.header_cost(chunk, n)
+        else:
+            total += self.count(stripped)
+        return text, total

@@ -1,0 +1,73 @@
+"""Tests of the meter: exact counts from cached pieces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextwright.render.format import get_format
+from contextwright.render.meter import Meter
+from contextwright.tokens import CharTokenizer, get_tokenizer
+from contextwright.types import Chunk
+
+FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
+meta = st.one_of(st.none(), st.text(max_size=20))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    title=meta,
+    source=meta,
+    section=meta,
+    page=st.one_of(st.none(), st.integers(0, 5000)),
+    n=st.integers(1, 5000),
+    fmt=st.sampled_from(FORMATS),
+)
+def test_header_cost_from_number_free_parts_equals_the_real_count(
+    title: str | None,
+    source: str | None,
+    section: str | None,
+    page: int | None,
+    n: int,
+    fmt: str,
+    cl100k: Any,
+) -> None:
+    chunk = Chunk("body text", id="x", title=title, source=source, section=section, page=page)
+    meter = Meter(get_format(fmt), get_tokenizer("cl100k_base"))
+    header = meter.format.block_header(chunk, n)
+    assert meter.header_cost(chunk, n) == len(cl100k.encode_ordinary(header))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(st.text(min_size=1).filter(str.strip), min_size=1, max_size=5),
+    fmt=st.sampled_from(FORMATS),
+)
+def test_measure_equals_tokenizing_the_text(texts: list[str], fmt: str, cl100k: Any) -> None:
+    blocks = [
+        Chunk(t, id=str(i), title=t[:8], doc_id=str(i % 2), doc_summary=t[:10] or None)
+        for i, t in enumerate(texts)
+    ]
+    meter = Meter(get_format(fmt), get_tokenizer("cl100k_base"))
+    text, total = meter.measure(blocks)
+    assert total == len(cl100k.encode_ordinary(text))
+    assert meter.measure(blocks, verify=True) == (text, total)
+
+
+def test_block_cost_adds_header_body_footer() -> None:
+    meter = Meter(get_format("xml"), get_tokenizer("cl100k_base"))
+    chunk = Chunk("Paris is the capital of France.", id="a", title="France")
+    fmt = meter.format
+    expected = sum(
+        meter.count(p) for p in (fmt.block_header(chunk, 3), fmt.body(chunk), fmt.block_footer(chunk, 3))
+    )
+    assert meter.block_cost(chunk, 3) == expected
+
+
+def test_char_estimate_counts_the_joined_text() -> None:
+    meter = Meter(get_format("numbered"), get_tokenizer(CharTokenizer(3.0)))
+    blocks = [Chunk("abcde", id="a"), Chunk("fghij", id="b")]
+    text, total = meter.measure(blocks)
+    assert total == CharTokenizer(3.0).count(text) == 7
