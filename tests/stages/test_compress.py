@@ -1,0 +1,161 @@
+"""Extractive compression: only when over budget, never the top chunk, sentences kept verbatim with spans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextwright import Assembler, get_tokenizer
+from contextwright.errors import ConfigError
+from contextwright.render.format import get_format
+from contextwright.render.meter import Meter
+from contextwright.sentences import split_sentences
+from contextwright.stages.base import stage_from_dict, stage_to_dict
+from contextwright.stages.compress import BM25, ExtractiveCompress, overflow_plan, terms
+from contextwright.types import Chunk
+
+QUERY = "When was the Eiffel Tower completed?"
+
+
+def filler(tag: str) -> str:
+    return " ".join(f"Filler sentence {tag}{i} says nothing about anything." for i in range(8))
+
+
+FILLER = filler("x")
+
+
+def meter() -> Meter:
+    return Meter(get_format("xml"), get_tokenizer("cl100k_base"))
+
+
+def chunks() -> list[Chunk]:
+    return [
+        Chunk("The Eiffel Tower is a landmark in Paris. " + filler("t"), id="top", score=9.0),
+        Chunk(
+            filler("a") + " The Eiffel Tower was completed in 1889. " + filler("b"), id="answer", score=5.0
+        ),
+        Chunk("Bananas grow in warm climates. " + filler("c"), id="bananas", score=4.0),
+        Chunk("The tower was completed by Gustave Eiffel's company. " + filler("d"), id="company", score=3.0),
+    ]
+
+
+def run(stage: ExtractiveCompress, items: list[Chunk], budget: int, **res: Any) -> Any:
+    return stage(items, query=QUERY, meter=meter(), budget=budget, **res)
+
+
+def test_passes_through_untouched_when_everything_fits() -> None:
+    items = chunks()
+    result = run(ExtractiveCompress(), items, budget=10_000)
+    assert result.chunks == tuple(items)
+    assert result.report.changed == () and result.report.dropped == ()
+    assert "nothing compressed" in result.report.notes[0]
+
+
+def test_compresses_what_does_not_fit_to_verbatim_sentences_with_spans() -> None:
+    items = chunks()
+    result = run(ExtractiveCompress(whole_share=0.3), items, budget=250)
+    out = {c.id: c for c in result.chunks}
+    assert out["top"] == items[0]  # the top chunk is never compressed
+    answer = out["answer"]
+    assert "compressed" in answer.ops
+    assert "The Eiffel Tower was completed in 1889." in answer.text
+    source = items[1].text
+    pieces = [source[s:e] for s, e in answer.spans]
+    assert all(p in answer.text for p in pieces)
+    assert set(pieces) <= {source[s:e] for s, e in split_sentences(source)}  # a subsequence of sentences
+    change = next(c for c in result.report.changed if c.chunk_id == "answer")
+    assert change.action == "compressed" and change.tokens_after < change.tokens_before
+
+
+def test_chunk_without_any_query_term_is_dropped_as_irrelevant() -> None:
+    result = run(ExtractiveCompress(whole_share=0.3), chunks(), budget=250)
+    assert [(d.chunk_id, d.reason) for d in result.report.dropped] == [("bananas", "irrelevant")]
+
+
+def test_min_score_floor_leaves_low_chunks_uncompressed() -> None:
+    items = chunks()
+    result = run(ExtractiveCompress(whole_share=0.3, min_score=4.5), items, budget=250)
+    out = {c.id: c for c in result.chunks}
+    assert out["company"] == items[3] and out["bananas"] == items[2]
+    assert "compressed" in out["answer"].ops
+
+
+def test_top_chunk_is_cut_only_when_it_alone_overflows() -> None:
+    big = Chunk(FILLER + " The Eiffel Tower was completed in 1889. " + FILLER + FILLER, id="big", score=9.0)
+    m = meter()
+    budget = 120
+    assert overflow_plan([big], m, budget)[1] == [big]
+    result = ExtractiveCompress()([big], query=QUERY, meter=m, budget=budget)
+    (out,) = result.chunks
+    assert "compressed" in out.ops and "completed in 1889" in out.text
+    assert m.block_cost(out, 1) + m.frame_cost() <= budget
+
+
+def test_repeated_sentences_of_overlapping_chunks_are_removed_first() -> None:
+    shared = "The Eiffel Tower was completed in 1889."
+    a = Chunk("Paris is the capital. " + shared, id="a", score=2.0)
+    b = Chunk(shared + " The tower is 330 metres tall. " + FILLER, id="b", score=1.0)
+    result = run(ExtractiveCompress(whole_share=1.0), [a, b], budget=60)
+    out = {c.id: c for c in result.chunks}
+    assert shared not in out["b"].text
+    assert out["b"].text.startswith("The tower is 330 metres tall.")
+    assert out["b"].spans[0] == (len(shared) + 1, len(shared) + 1 + len("The tower is 330 metres tall."))
+
+
+def test_tight_preset_keeps_budget_and_accounts_for_every_chunk(cl100k: Any) -> None:
+    items = chunks()
+    ctx = Assembler("tight", budget=250).assemble(QUERY, items)
+    assert len(cl100k.encode_ordinary(ctx.text)) <= 250
+    assert "completed in 1889" in ctx.text
+    seen = {i for c in ctx.chunks for i in c.member_ids} | {d.chunk_id for d in ctx.report.dropped}
+    assert seen == {c.id for c in items}
+
+
+def test_embedder_scores_sentences_when_configured() -> None:
+    np = pytest.importorskip("numpy")
+    from contextwright.embed import CallableEmbedder
+
+    def fake_vectors(texts: list[str]) -> Any:  # a real CallableEmbedder over a deterministic function
+        return np.array([[1.0, 0.1] if ("1889" in t or "When" in t) else [0.0, 1.0] for t in texts])
+
+    result = run(
+        ExtractiveCompress(whole_share=0.3, max_sentences=1),
+        chunks(),
+        budget=250,
+        embedder=CallableEmbedder(fake_vectors),
+    )
+    out = {c.id: c for c in result.chunks}
+    assert out["answer"].text == "The Eiffel Tower was completed in 1889."
+    assert any("cosine" in n for n in result.report.notes)
+
+
+def test_bm25_ranks_the_matching_sentence_first() -> None:
+    bm = BM25([terms("Paris is in France."), terms("Rome is in Italy."), terms("France.")])
+    scores = bm.scores(terms("capital of France"))
+    assert scores[0] > 0 and scores[1] == 0 and scores[2] > scores[0]  # shorter sentence, same term count
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"ratio": 1.5}, "ratio must be a number between 0 and 1"),
+        ({"max_sentences": 0}, "max_sentences must be a positive integer or None; got 0"),
+        ({"whole_share": -0.1}, "whole_share must be a number from 0 to 1"),
+        ({"scoring": "tfidf"}, "scoring must be 'auto', 'bm25' or 'embedding'"),
+        ({"min_score": float("nan")}, "min_score must be a finite number or None"),
+    ],
+)
+def test_settings_are_validated(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ExtractiveCompress(**settings)
+
+
+def test_settings_round_trip() -> None:
+    stage = ExtractiveCompress(ratio=0.4, max_sentences=3, whole_share=0.7, min_score=1.0, scoring="bm25")
+    assert stage_from_dict(stage_to_dict(stage)) == stage
+
+
+def test_embedding_scoring_without_embedder_says_how_to_fix() -> None:
+    with pytest.raises(ConfigError, match="pass embedder= to Assembler"):
+        run(ExtractiveCompress(scoring="embedding"), chunks(), budget=250)
