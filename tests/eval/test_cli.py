@@ -104,7 +104,7 @@ def test_html_report_is_self_contained_and_holds_the_plots(runs: dict[str, Any])
     assert not re.search(r"""href=["'](?!#)""", page)
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids))  # inlined figures cannot resolve each other's #references
-    assert page.count("<svg") == 4
+    assert page.count("<svg") == 5
     for heading in (
         "Answer-text retention vs budget",
         "Position of the first answer-bearing block",
@@ -140,7 +140,7 @@ def test_html_report_renders_its_plots_offline_in_chromium(runs: dict[str, Any])
         finally:
             browser.close()
     assert requests == [url]
-    assert len(sizes) == 4
+    assert len(sizes) == 5
     assert all(w > 200 and h > 150 and ns == "http://www.w3.org/2000/svg" for w, h, ns in sizes)
     assert drawn > 100
 

@@ -107,5 +107,5 @@ def test_html_escapes_names_and_lists_skips_definitions_and_the_prior(
     assert "needs-store" in page
     assert "Liu et al., Lost in the Middle" in page
     assert all(f"<dt>{k.replace('&', '&amp;')}</dt>" in page for k in DEFINITIONS)
-    assert page.count("<svg") == 4
+    assert page.count("<svg") == 5
     assert "http://" not in page

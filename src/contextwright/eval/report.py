@@ -209,7 +209,7 @@ def _line_plot(
     return _svg(fig, prefix)
 
 
-def _position_plot(result: EvalResult, prefix: str) -> str:
+def _position_plot(result: EvalResult, prefix: str, *, hard: bool = False) -> str:
     from matplotlib.figure import Figure
 
     names = [n for n, _ in result.strategies]
@@ -231,7 +231,10 @@ def _position_plot(result: EvalResult, prefix: str) -> str:
             pos = [
                 r.position
                 for r in result.results
-                if r.strategy == name and r.budget == budget and r.position is not None
+                if r.strategy == name
+                and r.budget == budget
+                and r.position is not None
+                and (r.hard or not hard)
             ]
             color = shades(j / max(1, len(budgets) - 1) * 0.85)
             ax.hist(pos, bins=bins, histtype="step", lw=1.6, color=color, label=str(budget))
@@ -277,8 +280,12 @@ def _plots(result: EvalResult) -> list[tuple[str, str]]:
                 ),
             ),
             (
-                "Position of the first answer-bearing block (grey: the middle third)",
+                "Position of the first answer-bearing block, all queries (grey: the middle third)",
                 _position_plot(result, "f3-"),
+            ),
+            (
+                "Position of the first answer-bearing block, hard subset (answer not at rank 0)",
+                _position_plot(result, "f5-", hard=True),
             ),
             (
                 "Tokens used vs budget",
@@ -369,8 +376,8 @@ def write_html(
 
     Plots: answer retention vs budget per strategy (all queries and the hard
     subset), expected accuracy vs budget, histograms of the first
-    answer-bearing block's position per strategy and budget, and tokens used
-    vs budget.
+    answer-bearing block's position per strategy and budget (all queries and
+    the hard subset), and tokens used vs budget.
 
     Raises:
         MissingDependencyError: without matplotlib (extra ``eval``).
