@@ -544,8 +544,11 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
 
         @model_validator(mode="after")
         def _alias_lengths(self) -> "ChunkIn":
+            extra = self.model_extra
+            if not extra:
+                return self
             for key in text_aliases[1:]:
-                value = (self.model_extra or {}).get(key)
+                value = extra.get(key)
                 if isinstance(value, str) and len(value) > max_text:
                     raise ValueError(f"{key} must have at most {max_text} characters")
             return self
