@@ -21,7 +21,9 @@ Example:
     >>> pipe.connect("assembler.context", "prompt.context")
 """
 
-from __future__ import annotations
+# No "from __future__ import annotations" here: Haystack before 2.9 reads the types of
+# run()'s parameters from the raw annotations to build its sockets, and a string
+# "list[Document]" does not match a retriever's List[Document] output.
 
 import dataclasses
 from collections.abc import Iterable, Mapping
@@ -208,7 +210,7 @@ class ContextwrightAssembler:
         return result
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ContextwrightAssembler:
+    def from_dict(cls, data: dict[str, Any]) -> "ContextwrightAssembler":
         """Rebuild from :meth:`to_dict` (Haystack's ``default_from_dict``)."""
         result: ContextwrightAssembler = default_from_dict(cls, data)
         return result
