@@ -44,6 +44,12 @@ class EvalQuery:
         answer_ids: Ids of the chunks labelled ``has_answer``.
         first_answer_rank: 0-based position of the first answer-bearing chunk
             in the retrieved list, or ``None`` when there is none.
+
+    Example:
+        >>> q = query_from_dict({"id": "q", "question": "who?", "answers": ["Ann"],
+        ...                      "chunks": [{"text": "Bob"}, {"text": "Ann did"}]})
+        >>> q.answer_ids, q.first_answer_rank, q.hard
+        (frozenset({'q:1'}), 1, True)
     """
 
     id: str

@@ -10,8 +10,7 @@ measured latencies differ.
 Example:
     >>> from contextwright.eval import evaluate, load_queries
     >>> result = evaluate(load_queries("nq_bm25_dev300.jsonl.gz", limit=20), ["naive", "qa"], [500])
-    >>> result.summary("qa", 500).answer_retention
-    0.95
+    >>> result.summary("qa", 500).answer_retention  # a share in 0-1
 """
 
 from __future__ import annotations
@@ -83,6 +82,12 @@ class QueryResult:
         redundant_words: Words repeating an earlier block (see :func:`~contextwright.eval.metrics.redundancy`).
         words: Words in the output's blocks.
         latency_ms: Wall time of the strategy for this query and budget, token cache cleared first.
+
+    Example:
+        >>> r = score_output(query, NaiveStrategy().run(query.question, query.chunks, budget=300,
+        ...                  tokenizer=tok), budget=300, tokenizer=tok)
+        >>> r.answer_kept, r.position, r.expected_accuracy
+        (True, 0.0, 75.8)
     """
 
     query_id: str
@@ -228,6 +233,10 @@ class Summary:
         violations: Outputs over budget (counted independently).
         latency_p50_ms: Median latency.
         latency_p95_ms: 95th percentile latency (nearest rank).
+
+    Example:
+        >>> s = result.summary("qa", 300, "hard")
+        >>> s.answer_retention, s.middle_share
     """
 
     strategy: str
@@ -313,6 +322,10 @@ class EvalResult:
         notes: Strategies that ran without an optional resource, and what they lacked.
         budgets: The budgets.
         meta: Query counts, tokenizer, prior.
+
+    Example:
+        >>> result = evaluate(queries, ["naive", "qa"], [300, 1000])
+        >>> result.summary("naive", 300).utilisation, result.skipped, len(result.results)
     """
 
     results: tuple[QueryResult, ...]

@@ -52,6 +52,9 @@ class StrategyOutput:
         text: The full context string the model would read.
         blocks: The texts of its blocks, in order (headers not included).
         member_ids: For each block, the input chunk ids it stands for.
+
+    Example:
+        >>> StrategyOutput(text="A\n\nB", blocks=("A", "B"), member_ids=(("c1",), ("c2", "c3")))
     """
 
     text: str
@@ -153,6 +156,9 @@ class NaiveStrategy:
     Args:
         name: The label in reports.
         separator: What goes between two chunk texts.
+
+    Example:
+        >>> NaiveStrategy().run("q", chunks, budget=300, tokenizer=get_tokenizer("cl100k_base")).blocks
     """
 
     name: str = "naive"
@@ -203,6 +209,9 @@ class GreedyStrategy:
     Args:
         name: The label in reports.
         separator: What goes between two chunk texts.
+
+    Example:
+        >>> GreedyStrategy().run("q", chunks, budget=300, tokenizer=get_tokenizer("cl100k_base")).member_ids
     """
 
     name: str = "greedy"
