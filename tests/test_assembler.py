@@ -95,3 +95,39 @@ def test_import_does_not_load_frameworks_or_servers() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+# -- dry run (plan) -------------------------------------------------------------
+
+
+def _long_chunks() -> list[dict[str, Any]]:
+    filler = " ".join(f"Sentence {i} of chunk {{k}} mentions nothing useful." for i in range(10))
+    return [
+        {
+            "id": f"c{k}",
+            "text": f"X-rays were discovered by Röntgen, note {k}. " + filler.format(k=k),
+            "score": 1.0 - k / 10,
+        }
+        for k in range(6)
+    ]
+
+
+def test_plan_reports_zones_and_drops_without_rendering() -> None:
+    asm = Assembler("qa", model="gpt-4", output_tokens=1_000, history_tokens=500)
+    plan = asm.plan("who discovered x-rays?", _long_chunks(), budget=300)
+    assert plan.zones["documents"] == 300 and plan.zones["output"] == 1_000 and plan.budget == 300
+    assert plan.tokens <= 300 and not plan.fits
+    assert {d.reason for d in plan.dropped} == {"over_budget"}
+    kept = {c.id for c in plan.chunks}
+    assert kept | {d.chunk_id for d in plan.dropped} == {f"c{k}" for k in range(6)}
+    ctx = asm.assemble("who discovered x-rays?", _long_chunks(), budget=300)
+    assert [c.id for c in ctx.chunks] == [c.id for c in plan.chunks]  # the plan is what assembly does
+    assert plan.to_dict()["fits"] is False
+
+
+def test_plan_shows_what_tight_would_compress_and_fits_when_it_all_fits() -> None:
+    asm = Assembler("tight", budget=300)
+    plan = asm.plan("who discovered x-rays?", _long_chunks())
+    assert plan.compressed and all(c.tokens_after < c.tokens_before for c in plan.compressed)
+    assert asm.fits("who discovered x-rays?", _long_chunks(), budget=10_000)
+    assert not asm.fits("who discovered x-rays?", _long_chunks())

@@ -9,7 +9,7 @@ from typing import Any
 from contextwright.budget import ModelSpec, ZoneBudget, get_model
 from contextwright.config import pipeline_from_config
 from contextwright.errors import ConfigError
-from contextwright.pipeline import Pipeline
+from contextwright.pipeline import Pipeline, Plan
 from contextwright.render.format import Format
 from contextwright.render.messages import system_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
@@ -141,6 +141,35 @@ class Assembler:
             zones=zones.as_dict(),
             resources=self.resources,
         )
+
+    def plan(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        budget: int | None = None,
+    ) -> Plan:
+        """A dry run: the per-zone budget and what would be dropped or compressed, without rendering.
+
+        Example:
+            >>> plan = asm.plan("who won?", chunks)
+            >>> plan.zones["documents"], plan.fits, [d.reason for d in plan.dropped]
+        """
+        zones = self.zones(query, budget=budget)
+        return self.pipeline.plan(
+            query,
+            chunks,
+            tokenizer=self.tokenizer,
+            budget=zones.documents,
+            zones=zones.as_dict(),
+            resources=self.resources,
+        )
+
+    def fits(
+        self, query: str, chunks: Iterable[Chunk | Mapping[str, Any]], *, budget: int | None = None
+    ) -> bool:
+        """Whether every chunk fits whole (nothing dropped for budget, nothing compressed)."""
+        return self.plan(query, chunks, budget=budget).fits
 
 
 def _override(pipeline: Pipeline, *, order: str | None, format: Any) -> Pipeline:

@@ -22,6 +22,7 @@ from contextwright.render.meter import Meter
 from contextwright.tokens import CachedTokenizer
 from contextwright.types import (
     AssembledContext,
+    Change,
     Chunk,
     Drop,
     Report,
@@ -30,11 +31,67 @@ from contextwright.types import (
     chunks_from_dicts,
 )
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "Plan"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_BODIES = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What an assembly would do, without rendering (see :meth:`Pipeline.plan`).
+
+    Attributes:
+        budget: The documents budget.
+        zones: The per-zone breakdown (window, system, history, query, output,
+            buffer, documents) when the assembler knows the model.
+        input_chunks: How many chunks came in.
+        input_tokens: Their bodies' tokens.
+        chunks: The blocks that would be rendered, in order.
+        tokens: Their cost as rendered (frame, headers, bodies), before the final check.
+        stages: Every stage's report.
+    """
+
+    budget: int
+    zones: Mapping[str, int]
+    input_chunks: int
+    input_tokens: int
+    chunks: tuple[Chunk, ...]
+    tokens: int
+    stages: tuple[StageReport, ...]
+
+    @property
+    def dropped(self) -> tuple[Drop, ...]:
+        """Every chunk that would be dropped, with its reason."""
+        return tuple(d for s in self.stages for d in s.dropped)
+
+    @property
+    def compressed(self) -> tuple[Change, ...]:
+        """Every chunk that would be compressed or truncated, with tokens before and after."""
+        return tuple(c for s in self.stages for c in s.changed if c.action in ("compressed", "truncated"))
+
+    @property
+    def fits(self) -> bool:
+        """Whether every input chunk fits whole: nothing dropped for budget, nothing shrunk."""
+        return not self.compressed and not any(d.reason in _BUDGET_REASONS for d in self.dropped)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "budget": self.budget,
+            "zones": dict(self.zones),
+            "input_chunks": self.input_chunks,
+            "input_tokens": self.input_tokens,
+            "output_chunks": len(self.chunks),
+            "tokens": self.tokens,
+            "fits": self.fits,
+            "chunk_ids": [c.id for c in self.chunks],
+            "dropped": [d.to_dict() for d in self.dropped],
+            "compressed": [c.to_dict() for c in self.compressed],
+        }
+
+
+_BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +146,53 @@ class Pipeline:
             resources: Extra things stages may require (``store``, ``embedder``).
         """
         inputs = chunks_from_dicts(chunks)
+        meter, current, reports, input_tokens, tokens_now = self._run_stages(
+            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
+        )
+        start = time.perf_counter()
+        blocks, text, total, drops = self._fit(current, meter, budget, query)
+        reports.append(
+            StageReport(
+                stage="render",
+                chunks_in=len(current),
+                chunks_out=len(blocks),
+                dropped=tuple(drops),
+                tokens_in=tokens_now,
+                tokens_out=total,
+                ms=(time.perf_counter() - start) * 1000,
+                notes=(f"format {self.format.name}",),
+            )
+        )
+        report = Report(
+            stages=tuple(reports),
+            input_chunks=len(inputs),
+            input_tokens=input_tokens,
+            output_chunks=len(blocks),
+            tokens=total,
+            budget=budget,
+            zones=dict(zones or {}),
+        )
+        return AssembledContext(
+            text=text,
+            tokens=total,
+            budget=budget,
+            citations=build_citations(blocks, self.format),
+            chunks=blocks,
+            report=report,
+            query=query,
+            tokenizer=tokenizer.name,
+        )
+
+    def _run_stages(
+        self,
+        query: str,
+        inputs: tuple[Chunk, ...],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        resources: Mapping[str, Any] | None,
+    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
+        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
         if len(self._bodies) > _MAX_BODIES:
             self._bodies.clear()
         meter = Meter(self.format, tokenizer, self._bodies)
@@ -123,38 +227,45 @@ class Pipeline:
             tokens_out = meter.total_tokens(result.chunks)
             reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
             current, tokens_now = result.chunks, tokens_out
-        start = time.perf_counter()
-        blocks, text, total, drops = self._fit(current, meter, budget, query)
-        reports.append(
-            StageReport(
-                stage="render",
-                chunks_in=len(current),
-                chunks_out=len(blocks),
-                dropped=tuple(drops),
-                tokens_in=tokens_now,
-                tokens_out=total,
-                ms=(time.perf_counter() - start) * 1000,
-                notes=(f"format {self.format.name}",),
-            )
+        return meter, current, reports, input_tokens, tokens_now
+
+    def plan(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        zones: Mapping[str, int] | None = None,
+        resources: Mapping[str, Any] | None = None,
+    ) -> Plan:
+        """A dry run: run the stages, skip the render, and say what would happen.
+
+        The blocks' cost is the meter's (frame, block headers, bodies,
+        document headers), the same numbers the selection stages budget with;
+        the render may still drop a block if the exact count of the final
+        string differs (see :meth:`run`).
+        """
+        inputs = chunks_from_dicts(chunks)
+        meter, current, reports, input_tokens, _ = self._run_stages(
+            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
-        report = Report(
-            stages=tuple(reports),
-            input_chunks=len(inputs),
-            input_tokens=input_tokens,
-            output_chunks=len(blocks),
-            tokens=total,
+        n = len(current)
+        docs: set[str] = set()
+        cost = meter.frame_cost() if current else 0
+        for c in current:
+            cost += meter.block_cost(c, n)
+            if c.group_key not in docs:
+                docs.add(c.group_key)
+                cost += meter.doc_cost(c)
+        return Plan(
             budget=budget,
             zones=dict(zones or {}),
-        )
-        return AssembledContext(
-            text=text,
-            tokens=total,
-            budget=budget,
-            citations=build_citations(blocks, self.format),
-            chunks=blocks,
-            report=report,
-            query=query,
-            tokenizer=tokenizer.name,
+            input_chunks=len(inputs),
+            input_tokens=input_tokens,
+            chunks=current,
+            tokens=cost,
+            stages=tuple(reports),
         )
 
     def _fit(
