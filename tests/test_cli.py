@@ -94,3 +94,14 @@ def test_console_script_runs() -> None:
         check=True,
     )
     assert out.stdout.startswith("[1] History of X-rays")
+
+
+def test_assemble_dry_run_prints_the_plan_and_renders_nothing() -> None:
+    args = ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "60", "--preset", "tight"]
+    result = runner.invoke(app, [*args, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "<context>" not in result.stdout
+    assert "(budget 60)" in result.stdout and "does not fit whole" in result.stdout
+    data = json.loads(runner.invoke(app, [*args, "--dry-run", "--json"]).stdout)
+    assert data["budget"] == 60 and data["fits"] is False and data["tokens"] <= 60
+    assert data["dropped"] or data["compressed"]

@@ -67,6 +67,12 @@ if typer is not None:
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
+        dry_run: Annotated[
+            bool,
+            typer.Option(
+                "--dry-run", help="Print the zone budget and what would be dropped or compressed; render nothing."
+            ),
+        ] = False,
     ) -> None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
@@ -102,6 +108,9 @@ if typer is not None:
             )
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
+                if dry_run:
+                    print_plan(assembler.plan(q, item.chunks), item.id, q, as_json=as_json)
+                    continue
                 ctx = assembler.assemble(q, item.chunks)
                 if as_json:
                     data = ctx.to_dict()
@@ -118,6 +127,29 @@ if typer is not None:
                     print_report(ctx)
         except ContextwrightError as exc:
             fail(str(exc))
+
+    def print_plan(plan: Any, item_id: str | None, q: str, *, as_json: bool) -> None:
+        """A dry run's zones, drops and compressions (JSON, or readable lines on stdout)."""
+        import json
+
+        if as_json:
+            data = plan.to_dict()
+            sys.stdout.write(json.dumps({"id": item_id, **data} if item_id else data, ensure_ascii=False) + "\n")
+            return
+        out = Console(highlight=False, soft_wrap=True)
+        if item_id:
+            out.print(f"# {item_id} · {q}", markup=False)
+        zones = " · ".join(f"{k} {v:,}" for k, v in plan.zones.items() if v)
+        out.print(f"zones: {zones or f'documents {plan.budget:,}'}", markup=False)
+        out.print(
+            f"{plan.input_chunks} → {len(plan.chunks)} chunks · {plan.input_tokens:,} → {plan.tokens:,} tokens "
+            f"(budget {plan.budget:,}) · {'fits whole' if plan.fits else 'does not fit whole'}",
+            markup=False,
+        )
+        for c in plan.compressed:
+            out.print(f"  {c.action} {c.chunk_id}: {c.tokens_before} → {c.tokens_after} tokens", markup=False)
+        for d in plan.dropped:
+            out.print(f"  dropped {d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else ""), markup=False)
 
     def print_report(ctx: Any) -> None:
         """The per-stage report as a Rich table on stderr."""

@@ -68,8 +68,14 @@ class Plan:
 
     @property
     def compressed(self) -> tuple[Change, ...]:
-        """Every chunk that would be compressed or truncated, with tokens before and after."""
-        return tuple(c for s in self.stages for c in s.changed if c.action in ("compressed", "truncated"))
+        """Every kept chunk that would be compressed or truncated, with tokens before and after."""
+        kept = {c.id for c in self.chunks}
+        return tuple(
+            c
+            for s in self.stages
+            for c in s.changed
+            if c.action in ("compressed", "truncated") and c.chunk_id in kept
+        )
 
     @property
     def fits(self) -> bool:
