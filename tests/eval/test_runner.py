@@ -197,6 +197,7 @@ def test_evaluate_opens_a_store_from_the_corpus_for_expansion(dev10: tuple[EvalQ
         ({"budgets": []}, "budgets must be non-negative integers"),
         ({"workers": 0}, "workers must be a positive integer"),
         ({"strategies": ["naive", "naive"]}, "naive appear more than once"),
+        ({"strategies": []}, "no strategies to evaluate"),
     ],
 )
 def test_evaluate_rejects_bad_settings(kwargs: dict[str, Any], match: str) -> None:

@@ -103,8 +103,9 @@ def _rows(result: EvalResult) -> list[tuple[str, int, list[str]]]:
 
 def _caption(result: EvalResult) -> str:
     m = result.meta
+    n = m.get("queries", "?")
     return (
-        f"{m.get('queries', '?')} queries ({m.get('answerable', '?')} answerable, {m.get('hard', '?')} hard) · "
+        f"{n} quer{'y' if n == 1 else 'ies'} ({m.get('answerable', '?')} answerable, {m.get('hard', '?')} hard) · "
         f"tokenizer {m.get('tokenizer', '?')} · prior {m.get('prior', {}).get('name', '?')}"
     )
 

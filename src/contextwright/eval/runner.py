@@ -476,6 +476,8 @@ def evaluate(
     if corpus is not None:
         res["store"] = open_corpus_store(corpus)
     built = [build_strategy(s) for s in (default_strategies() if strategies is None else strategies)]
+    if not built:
+        raise ConfigError("no strategies to evaluate; pass names such as naive, greedy, qa, or config files.")
     names = [s.name for s in built]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
