@@ -21,7 +21,7 @@ Example:
     >>> pipe.connect("assembler.context", "prompt.context")
 """
 
-# No "from __future__ import annotations" here: Haystack before 2.9 reads the types of
+# No "from __future__ import annotations" here: older Haystack 2.x (2.5 tested) reads the types of
 # run()'s parameters from the raw annotations to build its sockets, and a string
 # "list[Document]" does not match a retriever's List[Document] output.
 

@@ -237,7 +237,7 @@ class ContextwrightRunnable(Runnable[Any, dict[str, Any]]):
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
         """Assemble the context for one input (traced as one run named ``contextwright``)."""
-        return self._call_with_config(self._assemble, input, config, run_type="chain", **kwargs)
+        return self._call_with_config(self._assemble, input, config, run_type="chain")
 
     def _assemble(self, input: Any) -> dict[str, Any]:
         query, documents = self._split(input)
