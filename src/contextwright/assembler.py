@@ -101,7 +101,7 @@ class Assembler:
         explicit = budget if budget is not None else self.budget
         model = self.model
         if model is None:
-            return ZoneBudget(budget=explicit)
+            return ZoneBudget(history=self.history_tokens, budget=explicit)
         window = (
             model.context_window
             if model.max_input is None

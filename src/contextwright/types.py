@@ -10,7 +10,7 @@ import functools
 import hashlib
 import math
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
@@ -640,6 +640,8 @@ class AssembledContext:
         system: str | None = "default",
         history: Sequence[Mapping[str, str]] = (),
         context_in: Literal["system", "user"] = "user",
+        history_budget: int | None = None,
+        summarizer: Callable[[list[Message]], str] | None = None,
     ) -> list[Message]:
         """Chat messages in OpenAI format, with this context and a grounded prompt.
 
@@ -648,11 +650,26 @@ class AssembledContext:
             system: A prompt name (``default``, ``strict``, ``soft``), a literal
                 system prompt, or ``None`` for no system message.
             history: Earlier turns (``{"role", "content"}``), oldest first.
+                Trimmed to ``history_budget``, or else to the assembler's
+                history zone (``history_tokens``) when it is set: oldest turns
+                first, never a system message or the latest user turn (see
+                :func:`contextwright.render.history.trim_history`, which also
+                reports what was dropped).
             context_in: Put the context in the ``system`` message or in the
                 final ``user`` message (default).
+            history_budget: The history budget in tokens; overrides the zone.
+            summarizer: Summarizes dropped turns; the summary counts in the budget.
         """
         from contextwright.render.messages import build_messages
 
+        zone = history_budget if history_budget is not None else int(self.report.zones.get("history", 0))
+        if history and (history_budget is not None or zone > 0):
+            from contextwright.render.history import trim_history
+            from contextwright.tokens import get_tokenizer
+
+            tokenizer = get_tokenizer(self.tokenizer or "cl100k_base")
+            kept = trim_history(history, budget=zone, tokenizer=tokenizer, summarizer=summarizer).messages
+            history = [{"role": m["role"], "content": m["content"]} for m in kept]
         return build_messages(
             self.text,
             self.query if query is None else query,

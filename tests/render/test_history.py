@@ -1,0 +1,100 @@
+"""Conversation history trimmed to its zone: oldest first, system and latest user turn kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextwright import Assembler, get_tokenizer
+from contextwright.errors import BudgetError, InputError
+from contextwright.render.history import SUMMARY_PREFIX, trim_history
+
+TOK = get_tokenizer("cl100k_base")
+
+
+def turn(role: str, words: int, tag: str) -> dict[str, str]:
+    return {"role": role, "content": f"{tag} " + " ".join(["word"] * words)}
+
+
+HISTORY = [
+    turn("system", 10, "S"),
+    turn("user", 30, "U1"),
+    turn("assistant", 30, "A1"),
+    turn("user", 30, "U2"),
+    turn("assistant", 30, "A2"),
+    turn("user", 30, "U3"),
+    turn("assistant", 30, "A3"),
+]
+
+
+def cost(messages: Any) -> int:
+    return sum(TOK.count(m["content"]) + 4 for m in messages)
+
+
+def test_history_that_fits_is_unchanged() -> None:
+    result = trim_history(HISTORY, budget=10_000, tokenizer=TOK)
+    assert list(result.messages) == HISTORY and result.dropped == () and result.tokens == cost(HISTORY)
+
+
+def test_oldest_turns_go_first_and_system_and_latest_user_stay() -> None:
+    budget = cost(HISTORY) - 50
+    result = trim_history(HISTORY, budget=budget, tokenizer=TOK)
+    assert result.dropped == (1, 2)  # U1 and A1, the oldest droppable turns
+    assert [m["content"].split()[0] for m in result.messages] == ["S", "U2", "A2", "U3", "A3"]
+    assert result.tokens == cost(result.messages) <= budget
+
+
+def test_the_latest_user_turn_survives_even_when_older_turns_after_it_go() -> None:
+    result = trim_history(HISTORY, budget=cost([HISTORY[0], HISTORY[5]]), tokenizer=TOK)
+    assert [m["content"].split()[0] for m in result.messages] == ["S", "U3"]
+    assert result.dropped == (1, 2, 3, 4, 6)
+
+
+def test_summary_of_dropped_turns_counts_inside_the_zone() -> None:
+    seen: list[list[str]] = []
+
+    def summarize(turns: list[Any]) -> str:
+        seen.append([t["content"].split()[0] for t in turns])
+        return "The user asked about " + ", ".join(t["content"].split()[0] for t in turns) + "."
+
+    budget = cost(HISTORY) - 50
+    result = trim_history(HISTORY, budget=budget, tokenizer=TOK, summarizer=summarize)
+    assert result.tokens <= budget and result.tokens == cost(result.messages)
+    assert result.messages[1]["role"] == "system" and result.messages[1]["content"].startswith(SUMMARY_PREFIX)
+    assert result.summary is not None and result.summary in result.messages[1]["content"]
+    assert seen[-1] == [HISTORY[i]["content"].split()[0] for i in result.dropped]
+
+
+def test_a_failing_summarizer_drops_without_summary_and_says_so() -> None:
+    def broken(turns: list[Any]) -> str:
+        raise RuntimeError("model down")
+
+    result = trim_history(HISTORY, budget=cost(HISTORY) - 50, tokenizer=TOK, summarizer=broken)
+    assert result.summary is None and "summarizer failed" in result.notes[0]
+    assert all(not m["content"].startswith(SUMMARY_PREFIX) for m in result.messages)
+
+
+def test_protected_turns_over_the_zone_raise_a_budget_error() -> None:
+    with pytest.raises(BudgetError, match=r"never dropped\. Raise history_tokens"):
+        trim_history(HISTORY, budget=20, tokenizer=TOK)
+
+
+def test_malformed_turn_is_named() -> None:
+    with pytest.raises(InputError, match=r"history\[1\] must have string 'role' and 'content'"):
+        trim_history([HISTORY[0], {"role": "user"}], budget=100, tokenizer=TOK)
+
+
+def test_messages_trim_history_to_the_assemblers_history_zone() -> None:
+    zone = cost(HISTORY) - 50
+    ctx = Assembler("qa", budget=200, history_tokens=zone).assemble(
+        "q?", [{"text": "Some text.", "score": 1}]
+    )
+    assert ctx.report.zones["history"] == zone
+    messages = ctx.messages(history=HISTORY)
+    contents = [m["content"].split()[0] for m in messages]
+    assert "U1" not in contents and "A1" not in contents and "U3" in contents
+    assert messages[-1]["role"] == "user" and messages[-1]["content"].endswith("Question: q?")
+    untrimmed = Assembler("qa", budget=200).assemble("q?", [{"text": "Some text.", "score": 1}])
+    assert len(untrimmed.messages(history=HISTORY)) == len(HISTORY) + 2  # no zone: history untouched
+    assert len(untrimmed.messages(history=HISTORY, history_budget=zone)) == len(HISTORY)
