@@ -41,7 +41,7 @@ from contextwright.adapters._convert import (
 )
 from contextwright.assembler import Assembler
 from contextwright.errors import InputError, missing_extra
-from contextwright.types import AssembledContext, Chunk
+from contextwright.types import _ALIASES, AssembledContext, Chunk
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
@@ -96,8 +96,6 @@ def from_documents(documents: Iterable[Document | Chunk]) -> tuple[Chunk, ...]:
 
 
 def _has_alias(meta: Mapping[str, Any], field: str) -> bool:
-    from contextwright.types import _ALIASES
-
     return any(meta.get(k) is not None for k in _ALIASES[field])
 
 

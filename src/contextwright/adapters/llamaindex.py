@@ -144,7 +144,7 @@ def _new_node(chunk: Chunk, citation: Citation | None) -> TextNode:
     relationships = {}
     if chunk.doc_id is not None:
         relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=chunk.doc_id)
-    added = [k for k in ASSEMBLY_KEYS] if citation is not None else []
+    added = list(ASSEMBLY_KEYS) if citation is not None else []
     return TextNode(
         id_=chunk.id,
         text=chunk.text,
