@@ -477,3 +477,8 @@ def _select(
             kept.append(s)
             used += need
     return kept
+
+
+# The LLM compressor lives in contextwright.llm, beside its client; importing it
+# here registers ``llm_compress`` with the built-in stages (httpx loads lazily).
+from contextwright import llm as _llm  # noqa: E402, F401
