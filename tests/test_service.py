@@ -383,6 +383,7 @@ def test_metrics_count_requests_tokens_and_drops_per_app() -> None:
     with TestClient(app) as c:
         body = c.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS}).json()
         c.post("/v1/assemble", json={"query": "q", "chunks": [{"text": ""}]})
+        c.post("/v1/assemble", content=b"x" * 3_000_000, headers={"content-type": "application/json"})
         text = c.get("/metrics").text
     assert (
         metric(text, "contextwright_http_requests_total", route="/v1/assemble", method="POST", status="200")
@@ -400,7 +401,11 @@ def test_metrics_count_requests_tokens_and_drops_per_app() -> None:
             reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
     for reason, n in reasons.items():
         assert metric(text, "contextwright_chunks_dropped_total", reason=reason) == n
-    assert metric(text, "contextwright_http_request_duration_seconds_count", route="/v1/assemble") == 2
+    assert (
+        metric(text, "contextwright_http_requests_total", route="/v1/assemble", method="POST", status="413")
+        == 1
+    )
+    assert metric(text, "contextwright_http_request_duration_seconds_count", route="/v1/assemble") == 3
     other = TestClient(create_app(ServiceConfig(budget=25))).get("/metrics").text
     assert "contextwright_tokens_in_total 0.0" in other  # a fresh app has its own registry
 

@@ -33,6 +33,7 @@ real objects, not their names.
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import json
 import logging
@@ -41,7 +42,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -109,6 +110,10 @@ class ServiceConfig:
             (e.g. an LLM compressor); off by default so that a request cannot
             make the server call arbitrary hosts.
         log_level: uvicorn's log level.
+
+    Example:
+        >>> cfg = ServiceConfig.load("service.toml")      # then CONTEXTWRIGHT_* variables
+        >>> cfg = ServiceConfig(budget=1_000, max_chunks=200, store_url="sqlite:///chunks.db")
     """
 
     host: str = "127.0.0.1"
@@ -744,11 +749,20 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
 
     # -- app, metrics, middleware ------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        yield
+        executor.shutdown(wait=False, cancel_futures=True)
+        close = getattr(resources.get("store"), "close", None)
+        if callable(close):
+            close()
+
     app = FastAPI(
         title="contextwright",
         version=contextwright.__version__,
         description="Context assembly for RAG: exact token budgets, dedup, ordering, citations.",
         responses=problems(400, 413, 422, 500),
+        lifespan=lifespan,
     )
     app.state.config = cfg
     app.state.assemblers = assemblers
@@ -859,11 +873,17 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
                 await inner(scope, receive, watch)
             finally:
                 route = scope.get("route")
-                path = getattr(route, "path", "unmatched")
+                # The route template, so that labels stay few; a 413 answered before routing
+                # still counts under its path when that path is a route.
+                path = getattr(route, "path", None) or (
+                    scope["path"] if scope["path"] in route_paths else "unmatched"
+                )
                 m_requests.labels(path, scope.get("method", ""), str(status[0])).inc()
                 m_latency.labels(path).observe(time.perf_counter() - start)
 
         return middleware
+
+    route_paths = {"/v1/assemble", "/v1/citations/resolve", "/healthz", "/metrics", "/"}
 
     # Starlette applies the last added middleware outermost: metrics see the 413s too.
     app.add_middleware(_Wrap, factory=body_limit)
