@@ -49,9 +49,21 @@ __all__ = [
 _SPACE = re.compile(r"\s+")
 
 
+_ASCII_WS_RUNS = ("  ", "\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
 def normalize_text(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed: the key two copies share."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    if text.isascii():
+        # NFKC is the identity and casefold is lower() on ASCII; collapse only
+        # when there is something to collapse (most texts have single spaces).
+        text = text.lower()
+        if any(ws in text for ws in _ASCII_WS_RUNS):
+            return " ".join(text.split())
+        return text.strip()
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.casefold().split())
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -597,9 +609,9 @@ class SemanticDedup:
     nearly the same embedding. Chunks are visited by relevance; a chunk whose
     cosine similarity with an already kept chunk is at least ``threshold`` is
     dropped as ``semantic_duplicate_of`` the best such survivor, which records
-    its id and source (so the better-ranked copy always survives, unlike
-    LangChain's ``EmbeddingsRedundantFilter``, which drops the first of a pair
-    regardless of rank order in some cases).
+    its id and source. The better-ranked copy therefore always survives;
+    LangChain's ``EmbeddingsRedundantFilter`` instead drops the *earlier*
+    (better-ranked) document of a similar pair.
 
     Vectors come from ``chunk.embedding`` when every chunk carries one (most
     vector stores can return them; no model runs), otherwise from the
