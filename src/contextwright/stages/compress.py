@@ -19,6 +19,7 @@ stage does (``meter.block_cost``, ``meter.doc_cost``, ``meter.frame_cost``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -50,6 +51,7 @@ _STOP = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
     """A light suffix strip (plural ``-s``, ``-es``, ``-ies``, possessive) so ``prizes`` meets ``prize``."""
     if len(word) > 4 and word.endswith("ies"):
@@ -64,6 +66,18 @@ def _stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Lowercased, stemmed word terms of ``text`` without stopwords."""
     return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+@functools.lru_cache(maxsize=16_384)
+def _analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
+    """Sentence spans of ``text`` and each sentence's terms, cached by text.
+
+    The same chunks come back query after query (popular passages, a
+    conversation's follow-ups), so, like token counts, the analysis of a text
+    is done once.
+    """
+    spans = tuple(split_sentences(text))
+    return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
 
 
 class BM25:
@@ -338,8 +352,9 @@ class ExtractiveCompress:
             return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
         n = len(chunks)
         ranked = plan.ranked
-        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in split_sentences(c.text)] for c in ranked}
-        scorer = self._scorer(query, split, embedder)
+        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in _analyze(c.text)[0]] for c in ranked}
+        texts = {c.id: c.text for c in ranked}
+        scorer = self._scorer(query, split, texts, embedder)
         scored = {cid: scorer(cid, sents) for cid, sents in split.items()}
         current: dict[str, Chunk] = {c.id: c for c in chunks}
         dropped: dict[str, Drop] = {}
@@ -410,12 +425,12 @@ class ExtractiveCompress:
         return embedder is not None and self.scoring in ("auto", "embedding")
 
     def _scorer(
-        self, query: str, split: Mapping[str, list[_Sentence]], embedder: Any
+        self, query: str, split: Mapping[str, list[_Sentence]], texts: Mapping[str, str], embedder: Any
     ) -> Callable[[str, list[_Sentence]], list[_Sentence]]:
         if self._uses_embedder(embedder):
             ids = list(split)
-            texts = [s.text for cid in ids for s in split[cid]]
-            vectors = embedder.embed([query, *texts]) if texts else None
+            sentences = [s.text for cid in ids for s in split[cid]]
+            vectors = embedder.embed([query, *sentences]) if sentences else None
             sims: dict[tuple[str, int], float] = {}
             if vectors is not None:
                 q = vectors[0]
@@ -432,7 +447,7 @@ class ExtractiveCompress:
 
             return by_cosine
         keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
-        bm = BM25([terms(split[cid][i].text) for cid, i in keys])
+        bm = BM25([_analyze(texts[cid])[1][i] for cid, i in keys])
         values = dict(zip(keys, bm.scores(terms(query)), strict=True))
 
         def by_bm25(cid: str, sents: list[_Sentence]) -> list[_Sentence]:
