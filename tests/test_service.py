@@ -167,6 +167,13 @@ def test_assemblers_are_cached_so_the_tokenizer_cache_is_shared() -> None:
         assert c.get("/healthz").json()["assemblers"] == 2
 
 
+def test_an_app_serves_again_after_its_lifespan_ends() -> None:
+    app = create_app(ServiceConfig(budget=300))
+    for _ in range(2):
+        with TestClient(app) as c:
+            assert c.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS}).status_code == 200
+
+
 def test_assembler_cache_is_bounded() -> None:
     app = create_app(ServiceConfig(budget=300, max_assemblers=2))
     with TestClient(app) as c:

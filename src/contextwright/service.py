@@ -504,9 +504,19 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
             ) from None
         resources["store"] = open_store(cfg.store_url)
     assemblers = _Assemblers(cfg, resources)
-    executor = concurrent.futures.ThreadPoolExecutor(
-        max_workers=cfg.threads, thread_name_prefix="cw-assemble"
-    )
+    # The pool is made on first use and shut down when the app stops; an app can be started
+    # again (test clients, schemathesis run the lifespan per session), so it is made again then.
+    pool: list[concurrent.futures.ThreadPoolExecutor] = []
+
+    def executor() -> concurrent.futures.ThreadPoolExecutor:
+        if not pool:
+            pool.append(
+                concurrent.futures.ThreadPoolExecutor(
+                    max_workers=cfg.threads, thread_name_prefix="cw-assemble"
+                )
+            )
+        return pool[0]
+
     dumps = _json_dumps()
 
     # -- request / response models (limits come from cfg) --------------------
@@ -752,10 +762,8 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
         yield
-        executor.shutdown(wait=False, cancel_futures=True)
-        close = getattr(resources.get("store"), "close", None)
-        if callable(close):
-            close()
+        if pool:
+            pool.pop().shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
         title="contextwright",
@@ -932,7 +940,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         return problem_response(_problem_body(500, "internal-error", "internal error; see the server log."))
 
     async def in_thread(fn: Callable[[], Any]) -> Any:
-        future = executor.submit(fn)
+        future = executor().submit(fn)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout=cfg.timeout_s)
         except TimeoutError:
