@@ -264,6 +264,15 @@ def test_the_server_store_serves_expansion_for_every_request(tmp_path: Path) -> 
     assert body["report"]["stages"][0]["added"] == ["rontgen:0", "rontgen:2"]
 
 
+def test_request_stages_may_not_choose_hosts_or_secrets(client: TestClient) -> None:
+    stage = {"type": "llm_compress", "base_url": "http://attacker.example/v1", "model": "m"}
+    body = is_problem(
+        client.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, "config": {"stages": [stage]}}), 422
+    )
+    assert body["loc"] == ["body", "config", "stages", 0, "base_url"]
+    assert "allow_network_stages" in body["detail"]
+
+
 def test_zones_without_room_give_400(client: TestClient) -> None:
     r = client.post(
         "/v1/assemble",

@@ -341,7 +341,9 @@ class _Failure(Exception):
 
 # -- the assembler cache -----------------------------------------------------
 
-_NETWORK_SETTING = re.compile(r"url|endpoint|host", re.IGNORECASE)
+# Settings a request may not choose for its own stages: where the server connects to, and which
+# of the server's secrets (api_key_env names an environment variable) it sends along.
+_NETWORK_SETTING = re.compile(r"url|endpoint|host|api_key|_env$", re.IGNORECASE)
 
 
 class _Assemblers:
@@ -442,8 +444,8 @@ class _Assemblers:
                 "allow_templates = true.",
                 where,
             )
-        if o["config"] is None or self.config.allow_network_stages:
-            return
+        if o["config"] is None or "stages" not in o["config"] or self.config.allow_network_stages:
+            return  # the stages are the server's preset's, which the operator chose
         for i, stage in enumerate(pipeline.stages):
             for f in dataclasses.fields(stage):
                 if _NETWORK_SETTING.search(f.name) and getattr(stage, f.name) not in (None, "", ()):
