@@ -226,6 +226,8 @@ def test_bad_chunks_give_422_naming_the_field(
         ({"order": "random"}, ["body", "order"], "Input should be .*'bookend'"),
         ({"model": "gpt-17"}, ["body", "model"], "gpt-17"),
         ({"tokenizer": "../etc/passwd"}, ["body", "tokenizer"], "pattern"),
+        ({"tokenizer": "tokenizer.json"}, ["body", "tokenizer"], "names a file"),
+        ({"tokenizer": "src"}, ["body", "tokenizer"], "names a file"),
         (
             {"config": {"stages": [{"type": "bogus"}]}},
             ["body", "config", "stages", 0],
@@ -238,8 +240,9 @@ def test_bad_chunks_give_422_naming_the_field(
     ],
 )
 def test_bad_options_give_422_naming_the_field(
-    client: TestClient, extra: dict[str, Any], loc: list[Any], detail: str
+    client: TestClient, extra: dict[str, Any], loc: list[Any], detail: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(REPO)  # where "src" is a directory
     body = is_problem(client.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, **extra}), 422)
     assert body["loc"] == loc
     assert re.search(detail, body["detail"]), body["detail"]

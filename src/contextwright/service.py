@@ -389,6 +389,17 @@ class _Assemblers:
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
                 raise _Failure(422, "invalid-option", str(exc), _config_loc(str(exc), loc)) from None
 
+        spec = o["tokenizer"]
+        if spec and (spec.endswith(".json") or os.path.exists(spec)):
+            # get_tokenizer also loads tokenizer.json files and directories; a request must not
+            # make the server open its own files.
+            raise _Failure(
+                422,
+                "invalid-option",
+                f"tokenizer {spec!r} names a file; pass a tokenizer name such as 'cl100k_base', "
+                "'o200k_base' or 'chars:4'.",
+                ["body", "tokenizer"],
+            )
         model = check(["body", "model"], lambda: get_model(o["model"])) if o["model"] else None
         tokenizer = o["tokenizer"] or (model.tokenizer if model is not None else "cl100k_base")
         check(
