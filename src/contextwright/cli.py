@@ -177,7 +177,9 @@ if typer is not None:
         host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
         port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
         workers: Annotated[int | None, typer.Option(help="uvicorn worker processes (default 1).")] = None,
-        config: Annotated[str | None, typer.Option(help="Service TOML file (else $CONTEXTWRIGHT_CONFIG).")] = None,
+        config: Annotated[
+            str | None, typer.Option(help="Service TOML file (else $CONTEXTWRIGHT_CONFIG).")
+        ] = None,
         log_level: Annotated[str | None, typer.Option(help="uvicorn log level.")] = None,
     ) -> None:
         """Run the HTTP service (POST /v1/assemble, /metrics, the inspector at /)."""
@@ -214,14 +216,28 @@ if typer is not None:
     def inspect_cmd(
         file: Annotated[str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")],
         html: Annotated[str, typer.Option("--html", help="Where to write the page.")] = "inspect.html",
-        query: Annotated[str | None, typer.Option("--query", "-q", help="The query (default: from the input).")] = None,
+        query: Annotated[
+            str | None, typer.Option("--query", "-q", help="The query (default: from the input).")
+        ] = None,
         model: Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")] = None,
         budget: Annotated[int | None, typer.Option(help="Documents budget in tokens.")] = None,
         preset: Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")] = "qa",
-        format: Annotated[str | None, typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown.")] = None,
-        order: Annotated[str | None, typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto.")] = None,
-        tokenizer: Annotated[str | None, typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, chars.")] = None,
+        format: Annotated[
+            str | None,
+            typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown."),
+        ] = None,
+        order: Annotated[
+            str | None,
+            typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
+        ] = None,
+        tokenizer: Annotated[
+            str | None, typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, chars.")
+        ] = None,
         item: Annotated[int, typer.Option("--item", help="Which query of a query file (0-based).")] = 0,
+        store: Annotated[
+            str | None,
+            typer.Option(help="Chunk store URL for presets that expand: sqlite:///nq.db, postgresql://..."),
+        ] = None,
     ) -> None:
         """Write a self-contained HTML page showing how one context was assembled."""
         from pathlib import Path
@@ -232,12 +248,25 @@ if typer is not None:
         from contextwright.io import read_items
 
         try:
+            resources: dict[str, Any] = {}
+            if store is not None:
+                from contextwright.stores import open_store
+
+                resources["store"] = open_store(store)
             assembler = Assembler(
-                preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order
+                preset,
+                model=model,
+                budget=budget,
+                tokenizer=tokenizer,
+                format=format,
+                order=order,
+                **resources,
             )
             items = list(read_items(file, limit=item + 1))
             if item < 0 or item >= len(items):
-                fail(f"--item {item} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}.")
+                fail(
+                    f"--item {item} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}."
+                )
             job = items[item]
             q = query if query is not None else job.query
             ctx = assembler.assemble(q, job.chunks)
