@@ -447,7 +447,7 @@ function render(data) {
         d.related ? " → " + d.related : "", d.detail ? el("div", { "class": "muted" }, d.detail) : null);
       var tr = row([el("span", null, el("span", { "class": "swatch", style: { background: colour(src.doc_id || d.chunk_id) } }), d.chunk_id),
         s.stage, why, { v: score(src.score), num: true },
-        el("div", { "class": "chunktext", title: src.text || "" }, src.text === undefined ? "(text not available)" : cut(src.text, 400))]);
+        el("div", { "class": "chunktext", title: src.text || "" }, src.text === undefined ? "(not an input chunk: added by a stage, e.g. an expanded neighbour)" : cut(src.text, 400))]);
       tr.className = "dropped";
       dt.appendChild(tr);
     });
