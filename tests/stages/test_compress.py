@@ -159,3 +159,26 @@ def test_settings_round_trip() -> None:
 def test_embedding_scoring_without_embedder_says_how_to_fix() -> None:
     with pytest.raises(ConfigError, match="pass embedder= to Assembler"):
         run(ExtractiveCompress(scoring="embedding"), chunks(), budget=250)
+
+
+@pytest.mark.parametrize("budget", [300, 500])
+def test_tight_on_shared_data_keeps_budget_ids_and_verbatim_spans(
+    dev_queries: list[dict[str, Any]], cl100k: Any, budget: int
+) -> None:
+    asm = Assembler("tight", budget=budget)
+    compressed = 0
+    for q in dev_queries[:15]:
+        source = {c["id"]: c["text"] for c in q["chunks"]}
+        ctx = asm.assemble(q["question"], q["chunks"])
+        assert len(cl100k.encode_ordinary(ctx.text)) <= budget
+        seen = {i for c in ctx.chunks for i in c.member_ids} | {d.chunk_id for d in ctx.report.dropped}
+        assert seen == set(source)
+        for c in ctx.chunks:
+            if "compressed" not in c.ops:
+                continue
+            compressed += 1
+            pieces = [source[c.id][s:e] for s, e in c.spans]
+            sentences = {source[c.id][s:e] for s, e in split_sentences(source[c.id])}
+            assert set(pieces) <= sentences  # every kept piece is a whole sentence of the original
+            assert " ".join(" ".join(p.split()) for p in pieces) == " ".join(c.text.split())
+    assert compressed > 0
