@@ -372,6 +372,7 @@ class ExtractiveCompress:
             if fresh and len(fresh) < len(sents):
                 scored[c.id] = fresh
                 self._apply(c, fresh, current, changes, meter, detail="repeated sentences removed")
+        lossless, lossless_changes = dict(current), dict(changes)
         # 2. Sentence selection on what does not fit (never the top chunk
         # unless it alone overflows): best sentences, in original order.
         squeezed: list[Chunk] = []
@@ -389,9 +390,7 @@ class ExtractiveCompress:
                 )
                 continue
             if plan.top_overflows:
-                over = cost_of({c.id: current[c.id]}) - budget
-                target = max(1, meter.tokens(c) - over)
-                kept = _select(sents, c, meter, target, None, fill=True)
+                kept = self._fit_alone(c, sents, meter, budget, n)
             else:
                 kept = _select(sents, c, meter, max(1, int(meter.tokens(c) * self.ratio)), self.max_sentences)
             if kept is not None:
@@ -407,11 +406,14 @@ class ExtractiveCompress:
         for c in squeezed:
             if cost >= budget:
                 break
-            trial = {**current, c.id: c}
-            new_cost = cost_of(trial)
+            restored = lossless[c.id]
+            new_cost = cost_of({**current, c.id: restored})
             if new_cost <= budget:
-                current[c.id] = c
-                changes.pop(c.id, None)
+                current[c.id] = restored
+                if c.id in lossless_changes:
+                    changes[c.id] = lossless_changes[c.id]
+                else:
+                    changes.pop(c.id, None)
                 cost = new_cost
         out = [current[c.id] for c in chunks if c.id in current]
         notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
@@ -455,6 +457,18 @@ class ExtractiveCompress:
 
         return by_bm25
 
+    def _fit_alone(
+        self, c: Chunk, sents: Sequence[_Sentence], meter: Meter, budget: int, n: int
+    ) -> list[_Sentence] | None:
+        """The best sentences of a chunk that alone overflows, as many as fit the budget as one block."""
+        ranked = sorted(sents, key=lambda s: (-s.score, s.start))
+        for k in range(len(ranked) - 1, 0, -1):
+            kept = sorted(ranked[:k], key=lambda s: s.start)
+            trial = c.with_ops("compressed", text=_join(c.text, kept))
+            if _set_cost([trial], meter, n) <= budget:
+                return kept
+        return ranked[:1] or None
+
     def _apply(
         self,
         c: Chunk,
@@ -475,7 +489,7 @@ class ExtractiveCompress:
 
 
 def _select(
-    sents: Sequence[_Sentence], c: Chunk, meter: Meter, target: int, limit: int | None, *, fill: bool = False
+    sents: Sequence[_Sentence], c: Chunk, meter: Meter, target: int, limit: int | None
 ) -> list[_Sentence] | None:
     """The best sentences (at least one) whose estimated tokens stay within ``target``."""
     if not sents:
@@ -485,7 +499,7 @@ def _select(
     kept = [ranked[0]]
     used = len(ranked[0].text) * per_char
     for s in ranked[1:]:
-        if (s.score <= 0 and not fill) or (limit is not None and len(kept) >= limit):
+        if s.score <= 0 or (limit is not None and len(kept) >= limit):
             break
         need = len(s.text) * per_char
         if used + need <= target:
