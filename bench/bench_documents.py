@@ -221,66 +221,68 @@ def semantic(queries: list[dict[str, Any]], model_dir: str) -> None:
         )
         for chunks in lists
     ]
-    cold, cold_cpu, warm, carry = [], [], [], []
-    for chunks, with_vectors in zip(lists, carried, strict=True):
-        embedder.cache.clear()
-        start, start_cpu = time.perf_counter(), time.process_time()
-        stage(chunks, embedder=embedder)
-        cold.append((time.perf_counter() - start) * 1000)
-        cold_cpu.append((time.process_time() - start_cpu) * 1000)
-        start = time.perf_counter()
-        stage(chunks, embedder=embedder)
-        warm.append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
-        stage(with_vectors)
-        carry.append((time.perf_counter() - start) * 1000)
-    print(
-        f"   cold cache      median {statistics.median(cold):8.2f} ms/query "
-        f"(CPU {statistics.median(cold_cpu):.0f} ms over {torch_threads()} threads)"
-    )
-    print(f"   warm cache      median {statistics.median(warm):8.2f} ms/query")
-    print(f"   carried vectors median {statistics.median(carry):8.2f} ms/query")
-    ours = [stage(c, embedder=embedder).report.dropped for c in lists]
-    ours_inj = [stage(c, embedder=embedder).report.dropped for c in injected]
-    print(
-        f"   ours: {sum(map(len, ours))} drops as retrieved; with an injected copy of the top chunk: "
-        f"{sum(map(len, ours_inj))} drops, the top chunk kept in "
-        f"{sum(all(d.chunk_id != c[0].id for d in ds) for c, ds in zip(injected, ours_inj, strict=True))}"
-        f"/{len(injected)} queries"
-    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from langchain_community.document_transformers import EmbeddingsRedundantFilter
             from langchain_community.embeddings import HuggingFaceEmbeddings
             from langchain_core.documents import Document
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lc_embeddings = HuggingFaceEmbeddings(
+                model_name=model_dir, encode_kwargs={"normalize_embeddings": True}
+            )
+        lc_filter: Any = EmbeddingsRedundantFilter(embeddings=lc_embeddings, similarity_threshold=0.92)
     except ImportError:
         print("   langchain-community not installed (pip install langchain-community): comparison skipped")
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lc_embeddings = HuggingFaceEmbeddings(
-            model_name=model_dir, encode_kwargs={"normalize_embeddings": True}
-        )
-    lc_filter = EmbeddingsRedundantFilter(embeddings=lc_embeddings, similarity_threshold=0.92)
+        lc_filter = None
 
     def lc_kept(chunks: tuple[Chunk, ...]) -> set[str]:
         docs = [Document(page_content=c.text, metadata={"id": c.id}) for c in chunks]
         return {d.metadata["id"] for d in lc_filter.transform_documents(docs)}
 
-    lc_ms, lc_drops = [], 0
-    for chunks in lists:
-        start = time.perf_counter()
-        kept = lc_kept(chunks)
-        lc_ms.append((time.perf_counter() - start) * 1000)
-        lc_drops += len(chunks) - len(kept)
-    top_lost = sum(c[0].id not in lc_kept(c) for c in injected)
-    med = statistics.median(lc_ms)
+    def timed(fn: Any) -> tuple[float, float, Any]:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        return (time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000, out
+
+    # interleaved per query, so load from other processes hits every variant alike
+    t: dict[str, list[float]] = {k: [] for k in ("cold", "cold_cpu", "warm", "carry", "lc", "lc_cpu")}
+    lc_drops = 0
+    for chunks, with_vectors in zip(lists, carried, strict=True):
+        embedder.cache.clear()
+        wall, cpu, _ = timed(lambda c=chunks: stage(c, embedder=embedder))
+        t["cold"].append(wall)
+        t["cold_cpu"].append(cpu)
+        t["warm"].append(timed(lambda c=chunks: stage(c, embedder=embedder))[0])
+        t["carry"].append(timed(lambda c=with_vectors: stage(c))[0])
+        if lc_filter is not None:
+            wall, cpu, kept = timed(lambda c=chunks: lc_kept(c))
+            t["lc"].append(wall)
+            t["lc_cpu"].append(cpu)
+            lc_drops += len(chunks) - len(kept)
+    med = {k: statistics.median(v) for k, v in t.items() if v}
     print(
-        f"   LangChain EmbeddingsRedundantFilter median {med:8.2f} ms/query "
-        f"(= {med / statistics.median(cold):.1f}x ours cold, {med / statistics.median(warm):.0f}x warm, "
-        f"{med / statistics.median(carry):.0f}x carried vectors)"
+        f"   ours, cold cache      median {med['cold']:8.2f} ms/query (CPU {med['cold_cpu']:.0f} ms, {torch_threads()} threads)"
     )
+    print(f"   ours, warm cache      median {med['warm']:8.2f} ms/query")
+    print(f"   ours, carried vectors median {med['carry']:8.2f} ms/query")
+    ours_inj = [stage(c, embedder=embedder).report.dropped for c in injected]
+    print(
+        f"   ours: {sum(len(stage(c, embedder=embedder).report.dropped) for c in lists)} drops as retrieved; "
+        f"with an injected copy of the top chunk: {sum(map(len, ours_inj))} drops, the top chunk kept in "
+        f"{sum(all(d.chunk_id != c[0].id for d in ds) for c, ds in zip(injected, ours_inj, strict=True))}"
+        f"/{len(injected)} queries"
+    )
+    if lc_filter is None:
+        return
+    print(
+        f"   LangChain EmbeddingsRedundantFilter median {med['lc']:8.2f} ms/query (CPU {med['lc_cpu']:.0f} ms): "
+        f"{med['lc'] / med['cold']:.2f}x ours cold, {med['lc'] / med['warm']:.0f}x warm, "
+        f"{med['lc'] / med['carry']:.0f}x carried vectors"
+    )
+    top_lost = sum(c[0].id not in lc_kept(c) for c in injected)
     print(
         f"   LangChain: {lc_drops} drops as retrieved; with the injected copy it dropped the top-ranked "
         f"chunk (keeping the copy) in {top_lost}/{len(injected)} queries"
