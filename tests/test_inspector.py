@@ -59,6 +59,14 @@ CHUNKS: list[dict[str, Any]] = [
 ]
 
 
+def cli() -> list[str]:
+    """The ``contextwright`` command of this interpreter (the script, or the module without it)."""
+    exe = Path(sys.executable).with_name("contextwright")
+    return (
+        [str(exe)] if exe.exists() else [sys.executable, "-c", "from contextwright.cli import main; main()"]
+    )
+
+
 def page_for(chunks: list[dict[str, Any]], budget: int, **options: Any) -> tuple[str, Any]:
     assembler = Assembler("qa", budget=budget, **options)
     ctx = assembler.assemble("who discovered x-rays?", chunks)
@@ -117,9 +125,8 @@ def test_cli_inspect_writes_a_page_for_one_query_of_a_query_file(tmp_path: Path)
         )
     )
     out = tmp_path / "page.html"
-    exe = Path(sys.executable).with_name("contextwright")
     run = subprocess.run(
-        [str(exe), "inspect", str(src), "--item", "1", "--budget", "150", "--html", str(out)],
+        [*cli(), "inspect", str(src), "--item", "1", "--budget", "150", "--html", str(out)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -134,9 +141,8 @@ def test_cli_inspect_writes_a_page_for_one_query_of_a_query_file(tmp_path: Path)
 def test_cli_inspect_rejects_an_item_out_of_range(tmp_path: Path) -> None:
     src = tmp_path / "chunks.json"
     src.write_text(json.dumps(CHUNKS))
-    exe = Path(sys.executable).with_name("contextwright")
     run = subprocess.run(
-        [str(exe), "inspect", str(src), "--item", "4", "--budget", "100", "--html", str(tmp_path / "x.html")],
+        [*cli(), "inspect", str(src), "--item", "4", "--budget", "100", "--html", str(tmp_path / "x.html")],
         capture_output=True,
         text=True,
         timeout=60,

@@ -496,11 +496,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def cli() -> list[str]:
+    """The ``contextwright`` command of this interpreter (the script, or the module without it)."""
+    exe = Path(sys.executable).with_name("contextwright")
+    return (
+        [str(exe)] if exe.exists() else [sys.executable, "-c", "from contextwright.cli import main; main()"]
+    )
+
+
 def start_server(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """Run ``contextwright serve`` on a free port and wait until /healthz answers."""
     port = free_port()
-    exe = Path(sys.executable).with_name("contextwright")
-    cmd = [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *args]
+    cmd = [*cli(), "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *args]
     proc = subprocess.Popen(
         cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
