@@ -15,7 +15,7 @@ On the shared NQ dev data (300 queries, BM25 top-20), for each budget:
   ``qa`` measured in the same run (interleaved, so machine noise hits both);
   the sentence-analysis cache of the compressor is cleared before each budget.
 
-    python bench/bench_compression.py [--limit N] [--budgets 300,500,1000]
+    python bench/bench_compression.py [--limit N] [--budgets 300,500,1000] [--analysis]
 """
 
 from __future__ import annotations
@@ -60,6 +60,60 @@ def has_answer(text: str, answers: list[str]) -> bool:
     return False
 
 
+def analysis(rows: list[dict[str, Any]], budgets: list[int]) -> None:
+    """Why retention stops where it does: sentence choice, and the bound of a perfect sentence picker.
+
+    * hit@1 / hit@2: in chunks that contain an answer, how often the best (best two) BM25
+      sentences contain it; ``no-term``: answer sentences that share no term with the question.
+    * oracle: the top chunk whole, then from every following chunk in rank order the one
+      sentence that holds the answer (else its best BM25 sentence), while the blocks fit.
+    """
+    from contextwright import Chunk, get_tokenizer
+    from contextwright.render.format import get_format
+    from contextwright.render.meter import Meter
+    from contextwright.sentences import split_sentences
+    from contextwright.stages.compress import BM25, terms
+
+    meter = Meter(get_format("xml"), get_tokenizer("cl100k_base"))
+    hit1 = hit2 = total = answer_sents = no_term = 0
+    oracle = dict.fromkeys(budgets, 0)
+    for r in rows:
+        chunks = [Chunk.from_dict(c, position=i) for i, c in enumerate(r["chunks"])]
+        spans = [split_sentences(c.text) for c in chunks]
+        flat = [(ci, c.text[a:b]) for ci, c in enumerate(chunks) for a, b in spans[ci]]
+        scores = BM25([terms(t) for _, t in flat]).scores(terms(r["question"]))
+        per: list[list[tuple[float, int, str]]] = [[] for _ in chunks]
+        for k, ((ci, text), score) in enumerate(zip(flat, scores, strict=True)):
+            per[ci].append((score, k, text))
+            if has_answer(text, r["answers"]):
+                answer_sents += 1
+                no_term += score <= 0
+        for ci, c in enumerate(chunks):
+            if per[ci] and has_answer(c.text, r["answers"]):
+                ranked = sorted(per[ci], key=lambda x: (-x[0], x[1]))
+                total += 1
+                hit1 += has_answer(ranked[0][2], r["answers"])
+                hit2 += any(has_answer(x[2], r["answers"]) for x in ranked[:2])
+        for budget in budgets:
+            room = budget - meter.frame_cost() - meter.block_cost(chunks[0], len(chunks))
+            got = has_answer(chunks[0].text, r["answers"]) and room >= 0
+            for ci in range(1, len(chunks)):
+                if not per[ci] or room < 0:
+                    continue
+                answers = [x for x in per[ci] if has_answer(x[2], r["answers"])]
+                pick = answers[0] if answers else max(per[ci], key=lambda x: (x[0], -x[1]))
+                cost = meter.block_cost(Chunk(pick[2], id=chunks[ci].id, title=chunks[ci].title), len(chunks))
+                if cost <= room:
+                    room -= cost
+                    got = got or bool(answers)
+            oracle[budget] += got
+    print(
+        f"sentence choice: hit@1 {hit1 / total:.3f}, hit@2 {hit2 / total:.3f} over {total} answer chunks; "
+        f"answer sentences with no query term: {no_term / answer_sents:.3f}"
+    )
+    print("oracle sentence picker: " + ", ".join(f"{b}: {oracle[b] / len(rows):.3f}" for b in budgets))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -68,6 +122,9 @@ def main() -> None:
     parser.add_argument("--budgets", default="300,500,1000")
     parser.add_argument("--presets", default="qa,tight")
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--analysis", action="store_true", help="also print sentence hit rates and the oracle bound"
+    )
     args = parser.parse_args()
     if not args.data.exists():
         raise SystemExit(f"shared data not found at {args.data}")
@@ -84,6 +141,8 @@ def main() -> None:
         rows
     )
     print(f"{len(rows)} queries; answer in any of the 20 chunks (ceiling): {ceiling:.3f}")
+    if args.analysis:
+        analysis(rows, budgets)
     print(
         f"{'budget':>6} {'preset':<8} {'retention':>9} {'tokens':>7} {'violations':>10} "
         f"{'ms/query':>8} {'p95 ms':>7} {'compressed':>10} {'irrelevant':>10}"
