@@ -105,3 +105,27 @@ def test_assemble_dry_run_prints_the_plan_and_renders_nothing() -> None:
     data = json.loads(runner.invoke(app, [*args, "--dry-run", "--json"]).stdout)
     assert data["budget"] == 60 and data["fits"] is False and data["tokens"] <= 60
     assert data["dropped"] or data["compressed"]
+
+
+def test_assemble_embedder_option_runs_semantic_dedup(tmp_path: Path, minilm_dir: Path) -> None:
+    config = tmp_path / "semantic.json"
+    config.write_text(json.dumps({"stages": [{"type": "semantic_dedup"}, {"type": "token_budget"}]}))
+    chunks = tmp_path / "chunks.json"
+    chunks.write_text(
+        json.dumps(
+            [
+                {"id": "a", "text": "Water boils at 100 degrees Celsius at sea level.", "score": 0.9},
+                {"id": "b", "text": "At sea level, water boils at 100 degrees Celsius.", "score": 0.8},
+                {"id": "c", "text": "The Moon orbits the Earth about every 27 days.", "score": 0.7},
+            ]
+        )
+    )
+    args = ["assemble", str(chunks), "-q", "boiling", "--budget", "300", "--preset", str(config), "--json"]
+    result = runner.invoke(app, [*args, "--embedder", str(minilm_dir)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [c["chunk_ids"] for c in data["citations"]] == [["a"], ["c"]]
+    without = runner.invoke(app, args)
+    assert without.exit_code == 2
+    assert "no embedder was passed" in " ".join(without.output.split())
+    assert "--embedder MODEL" in " ".join(without.output.split())

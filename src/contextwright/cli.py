@@ -67,6 +67,13 @@ if typer is not None:
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
+        embedder: Annotated[
+            str | None,
+            typer.Option(
+                help="sentence-transformers model (directory or name) for semantic_dedup, when the "
+                "chunks carry no 'embedding'."
+            ),
+        ] = None,
         dry_run: Annotated[
             bool,
             typer.Option(
@@ -96,6 +103,10 @@ if typer is not None:
                 from contextwright.stores import open_store
 
                 resources["store"] = open_store(store)
+            if embedder is not None:
+                from contextwright.embed import SentenceTransformerEmbedder
+
+                resources["embedder"] = SentenceTransformerEmbedder(embedder)
             assembler = Assembler(
                 config,
                 model=model,

@@ -668,7 +668,7 @@ class SemanticDedup:
             raise ConfigError(
                 f"semantic_dedup needs vectors: {len(chunks) - carried} of {len(chunks)} chunks carry no "
                 "embedding and no embedder was passed. Pass embedder=SentenceTransformerEmbedder(...) "
-                "(or CallableEmbedder(fn)) to Assembler, or attach an embedding to every chunk."
+                "(or CallableEmbedder(fn)) to Assembler (CLI: --embedder MODEL), or attach an embedding to every chunk."
             )
         return normalize_rows(embedder.embed([c.text for c in chunks])), "embedder"
 
