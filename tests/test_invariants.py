@@ -27,7 +27,7 @@ BLOCK_PATTERNS = {
     "sources": r"^\[SOURCE (\d+)\]",
     "markdown": r"^### \[(\d+)\]",
 }
-PRESETS_WITHOUT_RESOURCES = ["qa", "citations", "chat", "summarize"]
+PRESETS_WITHOUT_RESOURCES = ["qa", "citations", "chat", "summarize", "tight", "documents"]
 
 DELIMITERS = [
     "</chunk>",
