@@ -74,17 +74,6 @@ def minilm_embedder(minilm_dir: Path) -> Any:
     return embedder
 
 
-@pytest.fixture(scope="session")
-def minilm_embedder(minilm_dir: Path) -> Any:
-    """The real all-MiniLM-L6-v2 as a SentenceTransformerEmbedder, loaded once per session."""
-    pytest.importorskip("sentence_transformers")
-    from contextwright.embed import SentenceTransformerEmbedder
-
-    embedder = SentenceTransformerEmbedder(str(minilm_dir), batch_size=32)
-    embedder.model  # load now, so no test pays for it alone  # noqa: B018
-    return embedder
-
-
 @pytest.fixture
 def pg_dsn() -> str:
     """DSN of a real PostgreSQL server (CI starts one); skips when unset."""
