@@ -103,9 +103,9 @@ def test_get_tokenizer_returns_one_shared_instance() -> None:
 
 
 _piece_end = st.text(min_size=0, max_size=30).map(lambda s: s + "\n")
-_piece_start = st.tuples(st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), st.text(max_size=30)).map(
-    lambda t: t[0] + t[1]
-)
+_piece_start = st.tuples(
+    st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), st.text(max_size=30)
+).map(lambda t: t[0] + t[1])
 
 
 @settings(max_examples=300, deadline=None)

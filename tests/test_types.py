@@ -30,7 +30,9 @@ from contextwright.types import Chunk, Drop, Report, StageReport, StageResult, c
         ({"page_content": "t", "metadata": {"source": "m.pdf", "page": 2}}, "page", 2),
     ],
 )
-def test_from_dict_accepts_the_field_names_users_already_have(data: dict, field: str, expected: object) -> None:
+def test_from_dict_accepts_the_field_names_users_already_have(
+    data: dict, field: str, expected: object
+) -> None:
     assert getattr(Chunk.from_dict(data), field) == expected
 
 
@@ -65,7 +67,9 @@ def test_invalid_input_names_position_field_value_and_fix(data: dict, pattern: s
 
 
 def test_non_mapping_item_is_a_clear_error() -> None:
-    with pytest.raises(InputError, match=r"chunks\[0\] must be an object with at least a 'text' field; got str"):
+    with pytest.raises(
+        InputError, match=r"chunks\[0\] must be an object with at least a 'text' field; got str"
+    ):
         chunks_from_dicts(["just a string"])  # type: ignore[list-item]
 
 
@@ -88,7 +92,17 @@ def test_chunks_from_dicts_rejects_repeated_explicit_ids() -> None:
 
 def test_to_dict_round_trips() -> None:
     chunk = Chunk.from_dict(
-        {"id": "a", "text": "t", "score": 0.5, "doc_id": "d", "index": 2, "source": "s", "page": 1, "embedding": [0.1, 0.2], "extra": 1},
+        {
+            "id": "a",
+            "text": "t",
+            "score": 0.5,
+            "doc_id": "d",
+            "index": 2,
+            "source": "s",
+            "page": 1,
+            "embedding": [0.1, 0.2],
+            "extra": 1,
+        },
         position=4,
     )
     again = Chunk.from_dict(chunk.to_dict())
@@ -102,11 +116,22 @@ def test_with_ops_appends_without_repeating() -> None:
 
 
 def test_report_summary_and_reasons() -> None:
-    stage = StageResult.of("s", (Chunk("a", id="a"), Chunk("b", id="b")), (), dropped=[Drop("a", "over_budget"), Drop("b", "duplicate_of", "a")])
-    report = Report(stages=(stage.report,), input_chunks=20, input_tokens=1912, output_chunks=11, tokens=996, budget=1000)
+    stage = StageResult.of(
+        "s",
+        (Chunk("a", id="a"), Chunk("b", id="b")),
+        (),
+        dropped=[Drop("a", "over_budget"), Drop("b", "duplicate_of", "a")],
+    )
+    report = Report(
+        stages=(stage.report,), input_chunks=20, input_tokens=1912, output_chunks=11, tokens=996, budget=1000
+    )
     assert report.summary() == "20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)"
     assert report.reasons() == {"over_budget": 1, "duplicate_of": 1}
-    assert report.to_dict()["stages"][0]["dropped"][1] == {"chunk_id": "b", "reason": "duplicate_of", "related": "a"}
+    assert report.to_dict()["stages"][0]["dropped"][1] == {
+        "chunk_id": "b",
+        "reason": "duplicate_of",
+        "related": "a",
+    }
 
 
 def test_stage_report_defaults_leave_tokens_and_time_to_the_pipeline() -> None:

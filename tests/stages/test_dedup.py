@@ -464,3 +464,11 @@ def test_overlap_dedup_loses_nothing_on_random_windows(words: list[str], data: s
     result = OverlapDedup(min_overlap_chars=5)(chunks)
     _nothing_lost(chunks, result)
     assert all(c.text.strip() for c in result.chunks)
+
+
+def test_normalize_text_fast_ascii_path_agrees_with_the_unicode_path() -> None:
+    import unicodedata
+
+    samples = [f"a{chr(i)}b  C" for i in range(128)] + ["  Mixed\tCase\n text ", "x\x1fy"]
+    for text in samples:
+        assert normalize_text(text) == " ".join(unicodedata.normalize("NFKC", text).casefold().split())
