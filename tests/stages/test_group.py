@@ -197,3 +197,15 @@ def test_documents_preset_with_a_sqlite_store_on_dev_queries(
         for c in ctx.citations:  # merged passages cite their span
             if len(c.chunk_ids) > 1:
                 assert c.index_span is not None and c.index_span[1] > c.index_span[0]
+
+
+def test_a_merged_passage_followed_by_the_next_chunk_merges_again_with_the_whole_span() -> None:
+    first = GroupMerge()(
+        chunks_from_dicts([{"id": f"c{i}", "text": f"t{i}", "doc_id": "d", "index": i} for i in (0, 1)])
+    )
+    (passage,) = first.chunks
+    result = GroupMerge()((passage, Chunk("t2", id="c2", doc_id="d", index=2)))
+    (merged,) = result.chunks
+    assert merged.chunk_ids == ("c0", "c1", "c2")
+    assert merged.metadata["index_span"] == (0, 2)
+    assert merged.text == "t0\nt1\nt2"

@@ -14,6 +14,15 @@ from contextwright.types import Chunk, Drop, StageResult
 __all__ = ["GroupMerge", "merge_run"]
 
 
+def _span(c: Chunk) -> tuple[int, int]:
+    """The (first, last) index a chunk covers (a merged passage covers several)."""
+    span = c.metadata.get("index_span") if c.metadata else None
+    if isinstance(span, (tuple, list)) and len(span) == 2:
+        return (int(span[0]), int(span[1]))
+    index = c.index if c.index is not None else 0
+    return (index, index)
+
+
 def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
     """One passage standing for ``run``, chunks of one document with consecutive indices.
 
@@ -45,7 +54,7 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
                 sources.append(src)
         ops.extend(o for o in c.ops if o not in ops)
     meta = dict(first.metadata)
-    span = (first.index if first.index is not None else 0, last.index if last.index is not None else 0)
+    span = (_span(first)[0], _span(last)[1])
     meta["index_span"] = span
     return replace(
         first,
@@ -124,7 +133,7 @@ class GroupMerge:
                     prev is not None
                     and c.index is not None
                     and prev.index is not None
-                    and c.index == prev.index + 1
+                    and c.index == _span(prev)[1] + 1
                 ):
                     runs[-1].append(c)
                 else:
