@@ -97,7 +97,16 @@ def test_console_script_runs() -> None:
 
 
 def test_assemble_dry_run_prints_the_plan_and_renders_nothing() -> None:
-    args = ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "60", "--preset", "tight"]
+    args = [
+        "assemble",
+        str(EXAMPLE),
+        "--query",
+        "Who discovered X-rays?",
+        "--budget",
+        "60",
+        "--preset",
+        "tight",
+    ]
     result = runner.invoke(app, [*args, "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "<context>" not in result.stdout

@@ -48,17 +48,36 @@ if typer is not None:
 
     @app.command("assemble")
     def assemble_cmd(
-        file: Annotated[str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")] = "-",
-        query: Annotated[str | None, typer.Option("--query", "-q", help="The query (default: from the input).")] = None,
+        file: Annotated[
+            str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")
+        ] = "-",
+        query: Annotated[
+            str | None, typer.Option("--query", "-q", help="The query (default: from the input).")
+        ] = None,
         model: Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")] = None,
         budget: Annotated[int | None, typer.Option(help="Documents budget in tokens.")] = None,
         preset: Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")] = "qa",
-        format: Annotated[str | None, typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown.")] = None,
-        order: Annotated[str | None, typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto.")] = None,
-        tokenizer: Annotated[str | None, typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars.")] = None,
-        output_tokens: Annotated[int | None, typer.Option(help="Output zone (default: the model's max output).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON (JSONL for several queries).")] = False,
-        report: Annotated[bool, typer.Option("--report", help="Print the per-stage report to stderr.")] = False,
+        format: Annotated[
+            str | None,
+            typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown."),
+        ] = None,
+        order: Annotated[
+            str | None,
+            typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
+        ] = None,
+        tokenizer: Annotated[
+            str | None,
+            typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars."),
+        ] = None,
+        output_tokens: Annotated[
+            int | None, typer.Option(help="Output zone (default: the model's max output).")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print JSON (JSONL for several queries).")
+        ] = False,
+        report: Annotated[
+            bool, typer.Option("--report", help="Print the per-stage report to stderr.")
+        ] = False,
         limit: Annotated[int | None, typer.Option(help="Assemble at most this many queries.")] = None,
         store: Annotated[
             str | None,
@@ -77,7 +96,8 @@ if typer is not None:
         dry_run: Annotated[
             bool,
             typer.Option(
-                "--dry-run", help="Print the zone budget and what would be dropped or compressed; render nothing."
+                "--dry-run",
+                help="Print the zone budget and what would be dropped or compressed; render nothing.",
             ),
         ] = False,
     ) -> None:
@@ -145,7 +165,9 @@ if typer is not None:
 
         if as_json:
             data = plan.to_dict()
-            sys.stdout.write(json.dumps({"id": item_id, **data} if item_id else data, ensure_ascii=False) + "\n")
+            sys.stdout.write(
+                json.dumps({"id": item_id, **data} if item_id else data, ensure_ascii=False) + "\n"
+            )
             return
         out = Console(highlight=False, soft_wrap=True)
         if item_id:
@@ -160,7 +182,9 @@ if typer is not None:
         for c in plan.compressed:
             out.print(f"  {c.action} {c.chunk_id}: {c.tokens_before} → {c.tokens_after} tokens", markup=False)
         for d in plan.dropped:
-            out.print(f"  dropped {d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else ""), markup=False)
+            out.print(
+                f"  dropped {d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else ""), markup=False
+            )
 
     def print_report(ctx: Any) -> None:
         """The per-stage report as a Rich table on stderr."""
@@ -170,7 +194,9 @@ if typer is not None:
         for col in ("stage", "chunks", "tokens", "ms", "dropped / changed"):
             table.add_column(col, justify="right" if col in ("ms",) else "left")
         for s in ctx.report.stages:
-            drops = ", ".join(f"{d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else "") for d in s.dropped)
+            drops = ", ".join(
+                f"{d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else "") for d in s.dropped
+            )
             changes = ", ".join(f"{c.chunk_id}: {c.action}" for c in s.changed)
             table.add_row(
                 s.stage,
