@@ -94,6 +94,7 @@ class Assembler:
 
         self.tokenizer.clear()
         self.pipeline._bodies.clear()
+        self.pipeline._headers.clear()
         _exact_key.cache_clear()
 
     def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:

@@ -119,6 +119,9 @@ class Pipeline:
     # Rendered bodies by chunk text, kept across calls (escaping is a pure
     # function of the text and the format); bounded by clearing.
     _bodies: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _headers: dict[tuple[object, ...], tuple[str, str] | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stages", tuple(self.stages))
@@ -199,9 +202,10 @@ class Pipeline:
         resources: Mapping[str, Any] | None,
     ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
         """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
-        if len(self._bodies) > _MAX_BODIES:
+        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
             self._bodies.clear()
-        meter = Meter(self.format, tokenizer, self._bodies)
+            self._headers.clear()
+        meter = Meter(self.format, tokenizer, self._bodies, self._headers)
         env: dict[str, Any] = {
             "query": query,
             "tokenizer": tokenizer,

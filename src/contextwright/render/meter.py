@@ -29,6 +29,8 @@ class Meter:
         tokenizer: The (cached) tokenizer.
         bodies: Rendered bodies by chunk text; a pipeline passes one dict
             across calls so each text is escaped once.
+        header_parts: Number-free header parts by the chunk fields a header
+            shows; shared across calls the same way.
     """
 
     format: Format
@@ -36,7 +38,7 @@ class Meter:
     bodies: dict[str, str] = field(default_factory=dict, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
-    _header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
+    header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
     _digits_isolated: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,10 +102,10 @@ class Meter:
         """
         if self._digits_isolated:
             key = (chunk.id, chunk.title, chunk.source, chunk.section, chunk.page, chunk.line, chunk.doc_id)
-            if key in self._header_parts:
-                parts = self._header_parts[key]
+            if key in self.header_parts:
+                parts = self.header_parts[key]
             else:
-                parts = self._header_parts[key] = self._split_header(chunk)
+                parts = self.header_parts[key] = self._split_header(chunk)
             if parts is not None:
                 return self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
         header = self.format.block_header(chunk, n)
