@@ -205,7 +205,7 @@ class Pipeline:
         if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
             self._bodies.clear()
             self._headers.clear()
-        meter = Meter(self.format, tokenizer, self._bodies, self._headers)
+        meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
         env: dict[str, Any] = {
             "query": query,
             "tokenizer": tokenizer,
