@@ -46,29 +46,84 @@ if typer is not None:
     def _csv(value: str | None) -> list[str]:
         return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
+    # Options shared by the commands that assemble (assemble, inspect).
+    FileArg = Annotated[str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")]
+    QueryOpt = Annotated[
+        str | None, typer.Option("--query", "-q", help="The query (default: from the input).")
+    ]
+    ModelOpt = Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")]
+    BudgetOpt = Annotated[int | None, typer.Option(help="Documents budget in tokens.")]
+    PresetOpt = Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")]
+    FormatOpt = Annotated[
+        str | None, typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown.")
+    ]
+    OrderOpt = Annotated[
+        str | None,
+        typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
+    ]
+    TokenizerOpt = Annotated[
+        str | None,
+        typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars."),
+    ]
+    StoreOpt = Annotated[
+        str | None,
+        typer.Option(help="Chunk store URL for expansion: sqlite:///nq.db, postgresql://..., memory://."),
+    ]
+
+    def build_assembler(
+        preset: str,
+        *,
+        model: str | None,
+        budget: int | None,
+        tokenizer: str | None,
+        format: str | None,
+        order: str | None,
+        store: str | None = None,
+        expand: int | None = None,
+        embedder: str | None = None,
+        output_tokens: int | None = None,
+    ) -> Any:
+        """An Assembler from command-line options, with the resources they name."""
+        from contextwright.assembler import Assembler
+
+        resources: dict[str, Any] = {}
+        config: Any = preset
+        if expand is not None:
+            if store is None:
+                fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+            from contextwright.config import pipeline_from_config
+            from contextwright.stages.expand import with_expansion
+
+            config = with_expansion(pipeline_from_config(preset), window=expand)
+        if store is not None:
+            from contextwright.stores import open_store
+
+            resources["store"] = open_store(store)
+        if embedder is not None:
+            from contextwright.embed import SentenceTransformerEmbedder
+
+            resources["embedder"] = SentenceTransformerEmbedder(embedder)
+        return Assembler(
+            config,
+            model=model,
+            budget=budget,
+            tokenizer=tokenizer,
+            format=format,
+            order=order,
+            output_tokens=output_tokens,
+            **resources,
+        )
+
     @app.command("assemble")
     def assemble_cmd(
-        file: Annotated[
-            str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")
-        ] = "-",
-        query: Annotated[
-            str | None, typer.Option("--query", "-q", help="The query (default: from the input).")
-        ] = None,
-        model: Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")] = None,
-        budget: Annotated[int | None, typer.Option(help="Documents budget in tokens.")] = None,
-        preset: Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")] = "qa",
-        format: Annotated[
-            str | None,
-            typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown."),
-        ] = None,
-        order: Annotated[
-            str | None,
-            typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
-        ] = None,
-        tokenizer: Annotated[
-            str | None,
-            typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars."),
-        ] = None,
+        file: FileArg = "-",
+        query: QueryOpt = None,
+        model: ModelOpt = None,
+        budget: BudgetOpt = None,
+        preset: PresetOpt = "qa",
+        format: FormatOpt = None,
+        order: OrderOpt = None,
+        tokenizer: TokenizerOpt = None,
         output_tokens: Annotated[
             int | None, typer.Option(help="Output zone (default: the model's max output).")
         ] = None,
@@ -79,10 +134,7 @@ if typer is not None:
             bool, typer.Option("--report", help="Print the per-stage report to stderr.")
         ] = False,
         limit: Annotated[int | None, typer.Option(help="Assemble at most this many queries.")] = None,
-        store: Annotated[
-            str | None,
-            typer.Option(help="Chunk store URL for expansion: sqlite:///nq.db, postgresql://..., memory://."),
-        ] = None,
+        store: StoreOpt = None,
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
@@ -104,38 +156,22 @@ if typer is not None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
 
-        from contextwright.assembler import Assembler
         from contextwright.errors import ContextwrightError
         from contextwright.io import read_items
 
         out = Console(highlight=False, soft_wrap=True)
         try:
-            resources: dict[str, Any] = {}
-            config: Any = preset
-            if expand is not None:
-                if store is None:
-                    fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
-                from contextwright.config import pipeline_from_config
-                from contextwright.stages.expand import with_expansion
-
-                config = with_expansion(pipeline_from_config(preset), window=expand)
-            if store is not None:
-                from contextwright.stores import open_store
-
-                resources["store"] = open_store(store)
-            if embedder is not None:
-                from contextwright.embed import SentenceTransformerEmbedder
-
-                resources["embedder"] = SentenceTransformerEmbedder(embedder)
-            assembler = Assembler(
-                config,
+            assembler = build_assembler(
+                preset,
                 model=model,
                 budget=budget,
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
+                store=store,
+                expand=expand,
+                embedder=embedder,
                 output_tokens=output_tokens,
-                **resources,
             )
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
@@ -251,53 +287,34 @@ if typer is not None:
 
     @app.command("inspect")
     def inspect_cmd(
-        file: Annotated[str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")],
+        file: FileArg,
         html: Annotated[str, typer.Option("--html", help="Where to write the page.")] = "inspect.html",
-        query: Annotated[
-            str | None, typer.Option("--query", "-q", help="The query (default: from the input).")
-        ] = None,
-        model: Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")] = None,
-        budget: Annotated[int | None, typer.Option(help="Documents budget in tokens.")] = None,
-        preset: Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")] = "qa",
-        format: Annotated[
-            str | None,
-            typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown."),
-        ] = None,
-        order: Annotated[
-            str | None,
-            typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
-        ] = None,
-        tokenizer: Annotated[
-            str | None, typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, chars.")
-        ] = None,
+        query: QueryOpt = None,
+        model: ModelOpt = None,
+        budget: BudgetOpt = None,
+        preset: PresetOpt = "qa",
+        format: FormatOpt = None,
+        order: OrderOpt = None,
+        tokenizer: TokenizerOpt = None,
         item: Annotated[int, typer.Option("--item", help="Which query of a query file (0-based).")] = 0,
-        store: Annotated[
-            str | None,
-            typer.Option(help="Chunk store URL for presets that expand: sqlite:///nq.db, postgresql://..."),
-        ] = None,
+        store: StoreOpt = None,
     ) -> None:
         """Write a self-contained HTML page showing how one context was assembled."""
         from pathlib import Path
 
-        from contextwright.assembler import Assembler
         from contextwright.errors import ContextwrightError
         from contextwright.inspector import inspection, render_page
         from contextwright.io import read_items
 
         try:
-            resources: dict[str, Any] = {}
-            if store is not None:
-                from contextwright.stores import open_store
-
-                resources["store"] = open_store(store)
-            assembler = Assembler(
+            assembler = build_assembler(
                 preset,
                 model=model,
                 budget=budget,
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
-                **resources,
+                store=store,
             )
             items = list(read_items(file, limit=item + 1))
             if item < 0 or item >= len(items):
