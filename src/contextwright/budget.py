@@ -8,7 +8,9 @@ whatever is left for documents::
 
 Values in the registry come from the providers' model documentation (OpenAI
 model pages, Anthropic's models overview, the Hugging Face model cards /
-``config.json`` ``max_position_embeddings`` of the open models). Where a
+``config.json`` ``max_position_embeddings`` of the open models). Open-weight
+models have no separate output limit; their ``max_output`` is a default
+output reservation (override it with ``output_tokens=``). Where a
 provider does not publish its tokenizer (Anthropic), the registry uses
 ``cl100k_base`` and says so in ``tokenizer_note``; counts are then an
 approximation of the provider's, and the buffer should absorb the gap.
@@ -91,7 +93,10 @@ _BUILTIN: tuple[ModelSpec, ...] = (
     _m("gpt-4-turbo", 128_000, 4_096, "cl100k_base"),
     _m("gpt-4", 8_192, 8_192, "cl100k_base"),
     _m("gpt-3.5-turbo", 16_385, 4_096, "cl100k_base"),
-    # Anthropic (docs.anthropic.com, models overview)
+    # Anthropic (docs.anthropic.com, models overview). The 4.6 models take a 1M
+    # window only with an opt-in beta header; the default window is listed.
+    _m("claude-opus-4-6", 200_000, 128_000, "cl100k_base", _APPROX),
+    _m("claude-sonnet-4-6", 200_000, 128_000, "cl100k_base", _APPROX),
     _m("claude-opus-4-5", 200_000, 64_000, "cl100k_base", _APPROX),
     _m("claude-sonnet-4-5", 200_000, 64_000, "cl100k_base", _APPROX),
     _m("claude-haiku-4-5", 200_000, 64_000, "cl100k_base", _APPROX),
