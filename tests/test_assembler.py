@@ -131,3 +131,10 @@ def test_plan_shows_what_tight_would_compress_and_fits_when_it_all_fits() -> Non
     assert plan.compressed and all(c.tokens_after < c.tokens_before for c in plan.compressed)
     assert asm.fits("who discovered x-rays?", _long_chunks(), budget=10_000)
     assert not asm.fits("who discovered x-rays?", _long_chunks())
+
+
+def test_the_design_example_runs_offline_with_a_gpt_4o_model() -> None:
+    pytest.importorskip("bpe_openai")
+    ctx = assemble("who discovered x-rays?", CHUNKS, model="gpt-4o-mini", preset="qa")
+    assert ctx.tokenizer == "o200k_base" and ctx.budget > 100_000
+    assert ctx.report.zones["window"] == 128_000 and len(ctx.citations) == 2
