@@ -13,6 +13,7 @@ never loads them.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import logging
 import threading
@@ -127,13 +128,14 @@ class EmbeddingCache:
             self.hits = self.misses = 0
 
 
-class _CachedEmbedder:
+class _CachedEmbedder(abc.ABC):
     """Shared logic: look up the cache, encode what is missing in one batch, normalize."""
 
     cache: EmbeddingCache
 
+    @abc.abstractmethod
     def _encode(self, texts: list[str]) -> Any:
-        raise NotImplementedError
+        """Raw vectors for ``texts``, one row per text, in order."""
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit vectors for ``texts`` (shape ``(len(texts), d)``), cached by content."""
