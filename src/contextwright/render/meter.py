@@ -102,10 +102,12 @@ class Meter:
         """
         if self._digits_isolated:
             key = (chunk.id, chunk.title, chunk.source, chunk.section, chunk.page, chunk.line, chunk.doc_id)
-            if key in self.header_parts:
-                parts = self.header_parts[key]
-            else:
+            # One get(): the dict is shared across threads and may be cleared at any time.
+            cached = self.header_parts.get(key, False)
+            if cached is False:
                 parts = self.header_parts[key] = self._split_header(chunk)
+            else:
+                parts = cached
             if parts is not None:
                 return self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
         header = self.format.block_header(chunk, n)
