@@ -17,6 +17,7 @@ from contextwright.types import Chunk
 
 __all__ = ["Meter"]
 
+_UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
 _SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
 
 
@@ -103,11 +104,12 @@ class Meter:
         if self._digits_isolated:
             key = (chunk.id, chunk.title, chunk.source, chunk.section, chunk.page, chunk.line, chunk.doc_id)
             # One get(): the dict is shared across threads and may be cleared at any time.
-            cached = self.header_parts.get(key, False)
-            if cached is False:
-                parts = self.header_parts[key] = self._split_header(chunk)
-            else:
-                parts = cached
+            cached = self.header_parts.get(key, _UNSPLIT)
+            parts = (
+                (self.header_parts.setdefault(key, self._split_header(chunk)))
+                if cached == _UNSPLIT
+                else cached
+            )
             if parts is not None:
                 return self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
         header = self.format.block_header(chunk, n)
