@@ -116,3 +116,22 @@ def test_settings_are_validated(setting: str, value: object) -> None:
 )
 def test_sentence_ends(text: str, ends: list[str]) -> None:
     assert [text[:e] for e in sentence_ends(text)] == ends
+
+
+def test_truncate_cuts_the_first_misfit_before_lower_ranked_chunks_take_the_room() -> None:
+    long = " ".join(f"Sentence number {i} talks about {WORDS[i % 10]}." for i in range(40))
+    chunks = chunks_from_dicts(
+        [
+            {"id": "best", "text": text_of(20), "score": 0.9},
+            {"id": "long", "text": long, "score": 0.8},
+            {"id": "short", "text": text_of(25, 4), "score": 0.1},
+        ]
+    )
+    m = meter()
+    budget = m.tokens(chunks[0]) + m.tokens(chunks[2]) + 10
+    greedy = TokenBudget()(chunks, meter=m, budget=budget)
+    assert [c.id for c in greedy.chunks] == ["best", "short"]
+    cut = TokenBudget(policy="truncate")(chunks, meter=m, budget=budget)
+    assert [c.id for c in cut.chunks] == ["best", "long"]
+    assert "truncated" in cut.chunks[1].ops
+    assert [(d.chunk_id, d.reason) for d in cut.report.dropped] == [("short", "over_budget")]

@@ -47,9 +47,10 @@ class TokenBudget:
       the ones that do not (skip-and-continue), so a long chunk does not block
       shorter ones after it.
     * ``stop``: by score, stop at the first chunk that does not fit.
-    * ``truncate``: greedy, then fill what is left with the best skipped chunk
-      cut at a sentence boundary, when at least ``min_truncated_tokens`` of it
-      fit.
+    * ``truncate``: by score; the first chunk that does not fit is cut at
+      the last sentence end that fits (when at least ``min_truncated_tokens``
+      of it fit), before lower-ranked chunks can take the room; then greedy
+      for the rest.
     * ``blocks``: whole documents (all their chunks, with their header) ranked
       by their best chunk; a document that does not fit is dropped whole.
 
@@ -91,27 +92,27 @@ class TokenBudget:
             return self._blocks(chunks, meter, room, n)
         kept: list[Chunk] = []
         skipped: list[Chunk] = []
+        changes: list[Change] = []
         docs: set[str] = set()
         stopped = False
+        truncated = False
         for c in by_relevance(chunks):
-            cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+            doc = meter.doc_cost(c) if c.group_key not in docs else 0
+            cost = meter.block_cost(c, n) + doc
             if not stopped and cost <= room:
                 kept.append(c)
                 docs.add(c.group_key)
                 room -= cost
-            else:
-                skipped.append(c)
-                if self.policy == "stop":
-                    stopped = True
-        changes: list[Change] = []
-        if self.policy == "truncate" and skipped:
-            for i, c in enumerate(skipped):
-                cut = self._truncate(
-                    c, meter, room - (meter.doc_cost(c) if c.group_key not in docs else 0), n
-                )
+                continue
+            if self.policy == "truncate" and not truncated and not stopped:
+                # The first misfit is cut to the room left, before anything
+                # ranked lower can take that room.
+                cut = self._truncate(c, meter, room - doc, n)
                 if cut is not None:
+                    truncated = True
                     kept.append(cut)
-                    del skipped[i]
+                    docs.add(c.group_key)
+                    room -= meter.block_cost(cut, n) + doc
                     changes.append(
                         Change(
                             c.id,
@@ -121,7 +122,10 @@ class TokenBudget:
                             detail=f"{len(cut.text)} of {len(c.text)} characters",
                         )
                     )
-                    break
+                    continue
+            skipped.append(c)
+            if self.policy == "stop":
+                stopped = True
         keep_ids = {c.id: c for c in kept}
         out = [keep_ids[c.id] for c in chunks if c.id in keep_ids]
         drops = [Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens") for c in skipped]
