@@ -97,6 +97,11 @@ class TokenBudget:
         stopped = False
         truncated = False
         for c in by_relevance(chunks):
+            if meter.tokens(c) > room and self.policy != "truncate":
+                # Its body alone does not fit: no need to price its header.
+                skipped.append(c)
+                stopped = stopped or self.policy == "stop"
+                continue
             doc = meter.doc_cost(c) if c.group_key not in docs else 0
             cost = meter.block_cost(c, n) + doc
             if not stopped and cost <= room:
