@@ -466,9 +466,10 @@ def test_overlap_dedup_loses_nothing_on_random_windows(words: list[str], data: s
     assert all(c.text.strip() for c in result.chunks)
 
 
-def test_normalize_text_fast_ascii_path_agrees_with_the_unicode_path() -> None:
+def test_normalize_text_fast_paths_agree_with_the_full_normalization() -> None:
     import unicodedata
 
     samples = [f"a{chr(i)}b  C" for i in range(128)] + ["  Mixed\tCase\n text ", "x\x1fy"]
+    samples += [f"é{chr(i)}b C" for i in range(0x3100)] + ["ＡＢ  ß", " é\u3000x ", "Ω\u2009ω"]
     for text in samples:
         assert normalize_text(text) == " ".join(unicodedata.normalize("NFKC", text).casefold().split())

@@ -52,6 +52,9 @@ _SPACE = re.compile(r"\s+")
 _ASCII_WS_RUNS = ("  ", "\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 
 
+_NOT_SINGLE_SPACE = re.compile(r"[^\S ]|  ")
+
+
 def normalize_text(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed: the key two copies share."""
     if text.isascii():
@@ -63,7 +66,10 @@ def normalize_text(text: str) -> str:
         return text.strip()
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
-    return " ".join(text.casefold().split())
+    text = text.casefold()
+    # One regex scan finds any whitespace but a single space; without one,
+    # split/join would give back the stripped text anyway.
+    return " ".join(text.split()) if _NOT_SINGLE_SPACE.search(text) else text.strip()
 
 
 @functools.lru_cache(maxsize=65_536)
