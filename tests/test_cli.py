@@ -138,3 +138,28 @@ def test_assemble_embedder_option_runs_semantic_dedup(tmp_path: Path, minilm_dir
     assert without.exit_code == 2
     assert "no embedder was passed" in " ".join(without.output.split())
     assert "--embedder MODEL" in " ".join(without.output.split())
+
+
+def test_presets_command_lists_every_preset() -> None:
+    from contextwright import list_presets
+
+    result = runner.invoke(app, ["presets", "--json"])
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert set(data) == set(list_presets()) and data["qa"]["format"] == "xml"
+    table = runner.invoke(app, ["presets"])
+    assert "auto_order" in table.stdout and "tight" in table.stdout
+
+
+def test_models_command_lists_the_registry() -> None:
+    result = runner.invoke(app, ["models", "--json"])
+    models = {m["name"]: m for m in json.loads(result.stdout)}
+    assert models["gpt-4o-mini"]["context_window"] == 128_000
+    assert "claude-sonnet-4-5" in runner.invoke(app, ["models"]).stdout
+
+
+def test_version_flag() -> None:
+    from contextwright import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"contextwright {__version__}"

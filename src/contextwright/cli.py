@@ -32,8 +32,20 @@ if typer is not None:
     )
     err = Console(stderr=True)
 
+    def _version(value: bool) -> None:
+        if value:
+            from contextwright import __version__
+
+            Console(highlight=False).print(f"contextwright {__version__}")
+            raise typer.Exit()
+
     @app.callback()
-    def _root() -> None:
+    def _root(
+        version: Annotated[
+            bool,
+            typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        ] = False,
+    ) -> None:
         """Context assembly for RAG: budgets, dedup, ordering, citations."""
 
     # -- commands are added below, one section per command ------------------
@@ -242,6 +254,59 @@ if typer is not None:
                 "; ".join(x for x in (drops, changes) if x),
             )
         err.print(table)
+
+    # -- presets / models: what is registered ---------------------------------
+
+    @app.command("presets")
+    def presets_cmd(
+        as_json: Annotated[bool, typer.Option("--json", help="Print the presets' configs as JSON.")] = False,
+    ) -> None:
+        """List the presets: name, description, stages and format."""
+        import json
+
+        from rich.table import Table
+
+        from contextwright.config import get_preset, list_presets
+
+        if as_json:
+            sys.stdout.write(json.dumps({n: get_preset(n) for n in list_presets()}, indent=2) + "\n")
+            return
+        table = Table(show_lines=False)
+        for col in ("preset", "stages", "format", "description"):
+            table.add_column(col, no_wrap=col in ("preset", "format"))
+        for name, description in list_presets().items():
+            config = get_preset(name)
+            stages = " → ".join(str(s.get("type")) for s in config.get("stages", []))
+            fmt = config.get("format", "xml")
+            table.add_row(name, stages, fmt if isinstance(fmt, str) else str(fmt.get("type")), description)
+        Console(highlight=False).print(table)
+
+    @app.command("models")
+    def models_cmd(
+        as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
+    ) -> None:
+        """List the model registry: context window, default output, tokenizer."""
+        import dataclasses
+        import json
+
+        from rich.table import Table
+
+        from contextwright.budget import list_models
+
+        models = list_models()
+        if as_json:
+            sys.stdout.write(json.dumps([dataclasses.asdict(m) for m in models], indent=2) + "\n")
+            return
+        table = Table()
+        for col in ("model", "window", "max output", "tokenizer", "note"):
+            table.add_column(
+                col,
+                justify="right" if col in ("window", "max output") else "left",
+                no_wrap=col != "note",
+            )
+        for m in models:
+            table.add_row(m.name, f"{m.context_window:,}", f"{m.max_output:,}", m.tokenizer, m.tokenizer_note)
+        Console(highlight=False).print(table)
 
     # -- serve / inspect (service.py, inspector.py) ---------------------------
 
