@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextwright.errors import InputError
 from contextwright.types import Chunk, Drop, Report, StageReport, StageResult, chunks_from_dicts
@@ -137,3 +139,45 @@ def test_report_summary_and_reasons() -> None:
 def test_stage_report_defaults_leave_tokens_and_time_to_the_pipeline() -> None:
     report = StageReport("s", 1, 1)
     assert report.tokens_in is None and report.ms == 0.0
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_keys = st.sampled_from(
+    [
+        "text",
+        "content",
+        "page_content",
+        "score",
+        "rerank_score",
+        "doc_id",
+        "index",
+        "page",
+        "line",
+        "source",
+        "url",
+        "id",
+        "title",
+        "metadata",
+        "embedding",
+        "rank",
+        "origin",
+        "other",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_json, st.dictionaries(_keys, _json, max_size=6)), max_size=4))
+def test_any_json_input_gives_chunks_or_an_input_error(items: list) -> None:
+    try:
+        chunks = chunks_from_dicts(items)
+    except InputError as exc:
+        message = str(exc)
+        assert message.startswith("chunks[")  # names the item, never an empty error
+        return
+    assert len(chunks) == len(items) and len({c.id for c in chunks}) == len(chunks)
+    assert all(c.text.strip() and math.isfinite(c.score) for c in chunks)
