@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextwright.config import (
     get_preset,
@@ -87,3 +89,32 @@ def test_register_preset_validates_and_copies() -> None:
     with pytest.raises(ConfigError):
         register_preset("broken", {"stages": [{"type": "top_k", "k": -1}]})
     assert "broken" not in list_presets()
+
+
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=True),
+    st.text(max_size=6),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_any_stage_settings_give_a_stage_or_a_config_error(data: st.DataObject) -> None:
+    import dataclasses
+
+    from contextwright.stages.base import registered_stages
+
+    name, cls = data.draw(st.sampled_from(sorted(registered_stages().items())))
+    fields = [f.name for f in dataclasses.fields(cls) if f.init] + ["unknown_setting"]
+    settings_ = data.draw(st.dictionaries(st.sampled_from(fields), _values, max_size=3))
+    try:
+        pipeline = pipeline_from_config({"stages": [{"type": name, **settings_}], "format": "minimal"})
+    except ConfigError as exc:
+        message = str(exc)
+        assert message.startswith("stages[0]: ")  # names where, never another exception type
+        return
+    assert pipeline.stages[0].name == name

@@ -350,6 +350,11 @@ class LLMCompress:
     whole_share: float = 0.9
 
     def __post_init__(self) -> None:
+        if not isinstance(self.base_url, str) or not isinstance(self.model, str):
+            raise ConfigError(
+                f"base_url and model must be strings; got base_url={self.base_url!r}, model={self.model!r}. "
+                "Example: base_url='https://api.openai.com/v1', model='gpt-4o-mini'."
+            )
         if self.base_url and not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"base_url must be an http(s) URL; got {self.base_url!r}. Example: 'https://api.openai.com/v1'."
