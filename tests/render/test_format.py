@@ -172,3 +172,37 @@ def test_format_dict_round_trip() -> None:
         TemplateFormat(template="{{ blocks }}"),
     ]:
         assert format_from_dict(format_to_dict(fmt)) == fmt
+
+
+_setting_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.sampled_from(["title", "source", "color"]), max_size=2),
+    st.just("{n}"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_any_format_settings_give_a_format_or_a_config_error(data: st.DataObject) -> None:
+    import dataclasses
+
+    from contextwright.render.format import _FORMATS
+
+    name = data.draw(st.sampled_from(sorted(_FORMATS)))
+    fields = [f.name for f in dataclasses.fields(_FORMATS[name])] + ["nope"]  # type: ignore[arg-type]
+    config = {
+        "type": name,
+        **data.draw(st.dictionaries(st.sampled_from(fields), _setting_values, max_size=3)),
+    }
+    try:
+        fmt = format_from_dict(config)
+    except ConfigError:
+        return
+    text = fmt.render([A, B])
+    assert fmt.name == name and text == fmt.render([A, B])
+    if name != "template":  # a template may show any subset of the blocks
+        assert "Paris is the capital of France." in text

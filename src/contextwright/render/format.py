@@ -230,6 +230,13 @@ class XmlFormat(Format):
 
     def __post_init__(self) -> None:
         allowed = {"title", "source", "section", "page", "line", "doc_id", "score"}
+        if not isinstance(self.attributes, tuple):
+            raise ConfigError(
+                f"XmlFormat.attributes must be a list of field names; got {self.attributes!r}. "
+                'Example: ["title", "source"].'
+            )
+        if not isinstance(self.wrap, bool):
+            raise ConfigError(f"XmlFormat.wrap must be true or false; got {self.wrap!r}.")
         bad = [a for a in self.attributes if a not in allowed]
         if bad:
             raise ConfigError(f"XmlFormat.attributes has {bad!r}; allowed: {', '.join(sorted(allowed))}.")
@@ -364,9 +371,16 @@ class TemplateFormat(Format):
     label_format: str = "[{n}]"
 
     def __post_init__(self) -> None:
-        if not self.template:
-            raise ConfigError("TemplateFormat.template is empty; pass the Jinja2 template source.")
-        if "{n}" not in self.label_format:
+        if not isinstance(self.template, str) or not self.template:
+            raise ConfigError(
+                f"TemplateFormat.template must be the Jinja2 template source (a non-empty string); "
+                f"got {self.template!r}."
+            )
+        if self.escape_as not in _ESCAPES:
+            raise ConfigError(
+                f"TemplateFormat.escape_as must be one of {', '.join(_ESCAPES)}; got {self.escape_as!r}."
+            )
+        if not isinstance(self.label_format, str) or "{n}" not in self.label_format:
             raise ConfigError(f"TemplateFormat.label_format must contain '{{n}}'; got {self.label_format!r}.")
         _compile(self.template)
 
@@ -401,6 +415,9 @@ class TemplateFormat(Format):
         ]
         text = _compile(self.template).render(blocks=items, query=query)
         return [(text, None, 0)] if text else []
+
+
+_ESCAPES = ("xml", "markdown", "numbered", "sources", "none")
 
 
 @functools.lru_cache(maxsize=64)
