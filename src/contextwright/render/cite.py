@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,13 +28,18 @@ def _span(chunk: Chunk) -> tuple[int, int] | None:
     return (chunk.index, chunk.index) if chunk.index is not None else None
 
 
+@functools.lru_cache(maxsize=16_384)
+def _snippet(text: str) -> str:
+    """The first ``SNIPPET_CHARS`` characters, whitespace collapsed (cached by text)."""
+    snippet = " ".join(text[: SNIPPET_CHARS * 3].split())
+    return snippet if len(snippet) <= SNIPPET_CHARS else snippet[: SNIPPET_CHARS - 1] + "…"
+
+
 def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...]:
     """One citation per block, numbered in the blocks' final order (invariant 3)."""
     out = []
     for n, c in enumerate(blocks, 1):
-        snippet = " ".join(c.text[: SNIPPET_CHARS * 3].split())
-        if len(snippet) > SNIPPET_CHARS:
-            snippet = snippet[: SNIPPET_CHARS - 1] + "…"
+        snippet = _snippet(c.text)
         out.append(
             Citation(
                 index=n,
