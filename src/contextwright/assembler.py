@@ -89,9 +89,11 @@ class Assembler:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
     def clear_caches(self) -> None:
-        """Forget cached token counts, rendered bodies and dedup keys (for cold benchmarks)."""
+        """Forget cached token counts, rendered bodies and headers, dedup keys and snippets (cold benchmarks)."""
+        from contextwright.render.cite import _snippet
         from contextwright.stages.dedup import _exact_key
 
+        _snippet.cache_clear()
         self.tokenizer.clear()
         self.pipeline._bodies.clear()
         self.pipeline._headers.clear()
