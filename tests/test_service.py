@@ -591,3 +591,18 @@ def test_schema_no_5xx_and_every_4xx_is_a_problem(case: Any) -> None:
     # Schema-valid is not always acceptable: tokenizer and model names, stage configs and chunk
     # texts are checked by the library (with a 422 naming the field), which the schema cannot express.
     case.validate_response(response, excluded_checks=[positive_data_acceptance])
+
+
+def test_integers_beyond_64_bits_never_give_a_500(client: TestClient) -> None:
+    # Found by schemathesis: a citation page below -2**63 broke the response encoder.
+    huge = -(2**63) - 1
+    r = client.post(
+        "/v1/citations/resolve",
+        json={"answer": "x [1]", "citations": [{"index": 1, "page": huge, "chunk_ids": []}]},
+    )
+    assert r.status_code == 422 and r.json()["loc"][-1] == "page"
+    r = client.post(
+        "/v1/assemble",
+        json={"query": "q", "chunks": [{"text": "hello there", "metadata": {"big": 2**70}}], "budget": 50},
+    )
+    assert r.status_code == 200 and r.json()["tokens"] <= 50

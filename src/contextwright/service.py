@@ -552,6 +552,10 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     ]
     text_aliases = ("text", "content", "page_content", "chunk", "passage")
 
+    # Positions are JSON integers of at most 53 bits: every JSON parser keeps
+    # them exact, and the response encoder can always write them back.
+    SafeInt = Annotated[int, Field(ge=-(2**53), le=2**53)]
+
     class ChunkIn(BaseModel):
         """A retrieved chunk. Only ``text`` (or an alias: content, page_content) is required;
         unknown fields are kept as metadata."""
@@ -561,12 +565,12 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         id: Annotated[str, Field(max_length=1_000)] | int | None = None
         score: float | None = Field(None, allow_inf_nan=False)
         doc_id: str | int | None = None
-        index: int | None = None
+        index: SafeInt | None = None
         source: str | None = None
         title: str | None = None
         section: str | None = None
-        page: int | None = None
-        line: int | None = None
+        page: SafeInt | None = None
+        line: SafeInt | None = None
         metadata: dict[str, Any] | None = None
         embedding: list[float] | None = Field(None, max_length=8_192)
 
@@ -721,12 +725,12 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         source: str | None = None
         title: str | None = None
         section: str | None = None
-        page: int | None = None
-        line: int | None = None
+        page: SafeInt | None = None
+        line: SafeInt | None = None
         score: float = Field(0.0, allow_inf_nan=False)
         snippet: str = ""
         also_sources: list[str] = Field(default_factory=list)
-        index_span: list[int] | None = Field(None, min_length=2, max_length=2)
+        index_span: list[SafeInt] | None = Field(None, min_length=2, max_length=2)
 
     class ContextIn(BaseModel):
         """A previous /v1/assemble response; only its citations are read."""
@@ -1130,6 +1134,9 @@ def _json_dumps() -> Callable[[Any], bytes]:
         return lambda obj: json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
     def dumps(obj: Any) -> bytes:
-        return orjson.dumps(obj)  # type: ignore[no-any-return]
+        try:
+            return orjson.dumps(obj)  # type: ignore[no-any-return]
+        except TypeError:  # e.g. an integer beyond 64 bits in user metadata
+            return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
     return dumps
