@@ -142,16 +142,16 @@ class _CachedEmbedder(abc.ABC):
         np = _np()
         texts = list(texts)
         found: list[Any | None] = [self.cache.get(t) for t in texts]
-        todo = list(dict.fromkeys(t for t, v in zip(texts, found, strict=True) if v is None))
+        pending = list(dict.fromkeys(t for t, v in zip(texts, found, strict=True) if v is None))
         fresh: dict[str, Any] = {}
-        if todo:
-            vectors = normalize_rows(self._encode(todo))
-            if vectors.shape[0] != len(todo):
+        if pending:
+            vectors = normalize_rows(self._encode(pending))
+            if vectors.shape[0] != len(pending):
                 raise ConfigError(
-                    f"the embedder returned {vectors.shape[0]} vectors for {len(todo)} texts; "
+                    f"the embedder returned {vectors.shape[0]} vectors for {len(pending)} texts; "
                     "it must return one row per text, in order."
                 )
-            for t, v in zip(todo, vectors, strict=True):
+            for t, v in zip(pending, vectors, strict=True):
                 fresh[t] = v
                 self.cache.put(t, v)
         if not texts:

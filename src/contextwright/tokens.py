@@ -354,9 +354,9 @@ class CachedTokenizer:
         out: list[int | None] = [cache.get(t) for t in texts]
         missing = [i for i, n in enumerate(out) if n is None]
         if missing:
-            todo = list(dict.fromkeys(texts[i] for i in missing))
-            counts = dict(zip(todo, self.base.count_many(todo), strict=True))
-            self.misses += len(todo)
+            pending = list(dict.fromkeys(texts[i] for i in missing))
+            counts = dict(zip(pending, self.base.count_many(pending), strict=True))
+            self.misses += len(pending)
             with self._lock:
                 for text, n in counts.items():
                     cache[text] = n

@@ -67,9 +67,9 @@ class Meter:
 
     def count_all(self, texts: Iterable[str]) -> None:
         """Count many strings at once (one batch for the tokenizer)."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._counts]
-        if todo:
-            self._counts.update(zip(todo, self.tokenizer.count_many(todo), strict=True))
+        pending = [t for t in dict.fromkeys(texts) if t not in self._counts]
+        if pending:
+            self._counts.update(zip(pending, self.tokenizer.count_many(pending), strict=True))
 
     def prime(self, chunks: Sequence[Chunk]) -> None:
         """Count the bodies of ``chunks`` in one batch."""
