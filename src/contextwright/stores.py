@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import gzip
 import io
 import json
@@ -220,13 +221,12 @@ def _batches(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
         yield batch
 
 
-class _LoaderMixin:
+class _LoaderMixin(abc.ABC):
     """``load_jsonl`` on top of a store's ``load``."""
 
-    def load(
-        self, chunks: Iterable[Chunk | Mapping[str, Any]], *, progress: Progress | None = None
-    ) -> int:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def load(self, chunks: Iterable[Chunk | Mapping[str, Any]], *, progress: Progress | None = None) -> int:
+        """Load ``chunks`` in one transaction; returns how many."""
 
     def load_jsonl(self, path: str | os.PathLike[str], *, progress: Progress | None = None) -> int:
         """Load every chunk of a JSON Lines corpus (``.gz`` ok) in one transaction.
