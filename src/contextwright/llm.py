@@ -39,7 +39,7 @@ from contextwright.errors import CompressionError, ConfigError, missing_extra
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.stages.base import register_stage
-from contextwright.stages.compress import plan_compression
+from contextwright.stages.compress import check_plan_settings, plan_compression
 from contextwright.types import Change, Chunk, Drop, StageResult
 
 __all__ = ["ChatClient", "LLMCompress", "extractive_prompt", "verify_extract"]
@@ -373,20 +373,7 @@ class LLMCompress:
                 f"api_key_env must name an environment variable (the key itself is never a setting); "
                 f"got {self.api_key_env!r}. Example: api_key_env='OPENAI_API_KEY'."
             )
-        if self.max_sentences is not None and (
-            isinstance(self.max_sentences, bool)
-            or not isinstance(self.max_sentences, int)
-            or self.max_sentences < 1
-        ):
-            raise ConfigError(
-                f"max_sentences must be a positive integer or None; got {self.max_sentences!r}."
-            )
-        if (
-            isinstance(self.whole_share, bool)
-            or not isinstance(self.whole_share, (int, float))
-            or not 0 <= self.whole_share <= 1
-        ):
-            raise ConfigError(f"whole_share must be a number from 0 to 1; got {self.whole_share!r}.")
+        check_plan_settings(self.max_sentences, self.whole_share)
 
     def client(self) -> ChatClient:
         """A client built from the settings (the key read from ``api_key_env`` now)."""

@@ -222,6 +222,29 @@ def _join(text: str, kept: Sequence[_Sentence]) -> str:
     return "".join(parts)
 
 
+def check_plan_settings(max_sentences: int | None, whole_share: float) -> None:
+    """Validate the settings every compressor shares (``compress`` and ``llm_compress``).
+
+    Raises:
+        ConfigError: naming the setting, the value and an example.
+    """
+    if max_sentences is not None and (
+        isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1
+    ):
+        raise ConfigError(
+            f"max_sentences must be a positive integer or None; got {max_sentences!r}. Example: 2."
+        )
+    if (
+        isinstance(whole_share, bool)
+        or not isinstance(whole_share, (int, float))
+        or not 0 <= whole_share <= 1
+    ):
+        raise ConfigError(
+            f"whole_share must be a number from 0 to 1 (the share of the budget kept for whole "
+            f"top chunks); got {whole_share!r}. Example: 0.9."
+        )
+
+
 @register_stage
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExtractiveCompress:
@@ -298,23 +321,7 @@ class ExtractiveCompress:
                 f"ratio must be a number between 0 and 1 (the share of a chunk's tokens to keep); "
                 f"got {self.ratio!r}. Example: ratio=0.3."
             )
-        if self.max_sentences is not None and (
-            isinstance(self.max_sentences, bool)
-            or not isinstance(self.max_sentences, int)
-            or self.max_sentences < 1
-        ):
-            raise ConfigError(
-                f"max_sentences must be a positive integer or None; got {self.max_sentences!r}. Example: 2."
-            )
-        if (
-            isinstance(self.whole_share, bool)
-            or not isinstance(self.whole_share, (int, float))
-            or not 0 <= self.whole_share <= 1
-        ):
-            raise ConfigError(
-                f"whole_share must be a number from 0 to 1 (the share of the budget kept for whole "
-                f"top chunks); got {self.whole_share!r}. Example: 0.9."
-            )
+        check_plan_settings(self.max_sentences, self.whole_share)
         if self.min_score is not None and (
             isinstance(self.min_score, bool)
             or not isinstance(self.min_score, (int, float))
