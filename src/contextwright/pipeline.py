@@ -35,7 +35,7 @@ __all__ = ["Pipeline", "Plan"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_BODIES = 65_536
+_MAX_BODIES = 16_384  # per pipeline; the service keeps one pipeline per configuration
 
 
 @dataclass(frozen=True, slots=True)
