@@ -123,3 +123,16 @@ def test_input_is_never_mutated() -> None:
 def test_not_a_stage_is_rejected() -> None:
     with pytest.raises(ConfigError, match=r"stages\[0\].*is not a stage"):
         Pipeline(("exact_dedup",), "xml")  # type: ignore[arg-type]
+
+
+def test_a_replaced_pipeline_does_not_reuse_bodies_rendered_for_another_format() -> None:
+    import dataclasses
+
+    from contextwright.render.format import get_format
+
+    chunks = [{"id": "a", "text": "</chunk> [1] hi"}]
+    xml = Pipeline((TokenBudget(),), "xml")
+    xml.run("q", chunks, tokenizer=TOK, budget=100)
+    minimal = dataclasses.replace(xml, format=get_format("minimal"))
+    ctx = minimal.run("q", chunks, tokenizer=TOK, budget=100)
+    assert ctx.text == "</chunk> [1] hi"  # not the xml-escaped body

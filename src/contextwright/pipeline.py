@@ -118,9 +118,11 @@ class Pipeline:
     name: str = "custom"
     # Rendered bodies by chunk text, kept across calls (escaping is a pure
     # function of the text and the format); bounded by clearing.
-    _bodies: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # init=False: dataclasses.replace() (a new format, new stages) starts with
+    # empty caches instead of sharing bodies rendered for another format.
+    _bodies: dict[str, str] = field(default_factory=dict, compare=False, repr=False, init=False)
     _headers: dict[tuple[object, ...], tuple[str, str] | None] = field(
-        default_factory=dict, compare=False, repr=False
+        default_factory=dict, compare=False, repr=False, init=False
     )
 
     def __post_init__(self) -> None:
