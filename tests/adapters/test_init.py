@@ -27,6 +27,7 @@ def test_import_contextwright_and_its_adapters_package_imports_no_framework() ->
     ("name", "framework"),
     [
         ("ContextwrightRunnable", "langchain_core"),
+        ("ContextwrightCompressor", "langchain_core"),
         ("ContextwrightPostprocessor", "llama_index"),
         ("ContextwrightAssembler", "haystack"),
     ],

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.documents import BaseDocumentTransformer, Document
+from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransformer, Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnablePassthrough
@@ -20,6 +20,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from contextwright import Assembler, ConfigError, InputError, resolve_citations
 from contextwright.adapters.langchain import (
+    ContextwrightCompressor,
     ContextwrightRunnable,
     ContextwrightTransformer,
     from_documents,
@@ -260,3 +261,108 @@ def test_answer_citations_resolve_against_the_runnables_context(docs: list[Docum
     ctx = transformer.assemble(docs, query=QUERY)
     resolution = resolve_citations("Röntgen found them in 1895 [1] and won the Nobel prize [2].", ctx)
     assert [c.chunk_ids for c in resolution.cited] == [("roentgen-1",), ("nobel-1901",)]
+
+
+# -- compressor inside ContextualCompressionRetriever --------------------------
+
+
+def _compression_retriever_class() -> Any:
+    """LangChain's ContextualCompressionRetriever: langchain-classic (1.x) or langchain (0.3)."""
+    try:
+        from langchain_classic.retrievers import ContextualCompressionRetriever
+    except ImportError:
+        retrievers = pytest.importorskip(
+            "langchain.retrievers", reason="needs langchain-classic or langchain"
+        )
+        ContextualCompressionRetriever = retrievers.ContextualCompressionRetriever
+    return ContextualCompressionRetriever
+
+
+@pytest.fixture
+def minilm_retriever(minilm: Any, passages: list[dict[str, Any]]) -> Any:
+    """A real InMemoryVectorStore over the real MiniLM returning all eight passages, copy included."""
+    store = InMemoryVectorStore(MiniLMEmbeddings(minilm))
+    store.add_documents([_doc(p) for p in passages], ids=[p["id"] for p in passages])
+    return store.as_retriever(search_kwargs={"k": len(passages)})
+
+
+def test_compressor_is_a_langchain_document_compressor() -> None:
+    assert isinstance(ContextwrightCompressor(budget=100), BaseDocumentCompressor)
+
+
+def test_compressor_in_a_contextual_compression_retriever_returns_the_assembled_blocks_in_order(
+    minilm_retriever: Any, cl100k: Any
+) -> None:
+    compressor = ContextwrightCompressor(budget=160, order="relevance")
+    retriever = _compression_retriever_class()(base_compressor=compressor, base_retriever=minilm_retriever)
+    out = retriever.invoke(QUERY)
+
+    retrieved = minilm_retriever.invoke(QUERY)
+    assert {"roentgen-1", "roentgen-copy"} <= {
+        d.id for d in retrieved
+    }  # the duplicate reached the compressor
+    ctx = compressor.assemble(retrieved, QUERY)
+    assert ctx.tokens <= ctx.budget == 160
+    assert len(cl100k.encode(ctx.text)) <= 160
+    assert [d.id for d in out] == [c.id for c in ctx.chunks]
+    assert [d.page_content for d in out] == [c.text for c in ctx.chunks]
+    assert [d.metadata["citation"] for d in out] == list(range(1, len(out) + 1))
+    assert 0 < len(out) < len(retrieved) - 1  # the budget dropped more than the duplicate
+
+
+def test_compressor_folds_the_duplicate_and_reports_every_drop(minilm_retriever: Any) -> None:
+    compressor = ContextwrightCompressor(budget=160, order="relevance")
+    retriever = _compression_retriever_class()(base_compressor=compressor, base_retriever=minilm_retriever)
+    out = retriever.invoke(QUERY)
+    ids = [d.id for d in out]
+    assert "roentgen-copy" not in ids
+    (survivor,) = [d for d in out if d.id == "roentgen-1"]
+    assert survivor.metadata["duplicates"] == ["roentgen-copy"]
+    assert sum("discovered X-rays on 8 November 1895" in d.page_content for d in out) == 1
+
+    retrieved = minilm_retriever.invoke(QUERY)
+    report = compressor.assemble(retrieved, QUERY).report
+    reasons = {d.chunk_id: d.reason for d in report.dropped}
+    assert reasons["roentgen-copy"] == "duplicate_of"
+    assert set(reasons) | set(ids) == {d.id for d in retrieved}  # nothing vanished silently
+
+
+def test_compressor_async_path_gives_the_same_documents(minilm_retriever: Any, docs: list[Document]) -> None:
+    compressor = ContextwrightCompressor(budget=160)
+    retriever = _compression_retriever_class()(base_compressor=compressor, base_retriever=minilm_retriever)
+    sync_out = retriever.invoke(QUERY)
+    assert asyncio.run(retriever.ainvoke(QUERY)) == sync_out
+    direct = asyncio.run(compressor.acompress_documents(docs, QUERY))
+    assert direct == compressor.compress_documents(docs, QUERY)
+    assert "roentgen-copy" not in [d.id for d in direct]
+
+
+def test_compressor_uses_the_given_assembler_and_matches_the_transformer(docs: list[Document]) -> None:
+    assembler = Assembler("qa", budget=160, order="bookend")
+    compressor = ContextwrightCompressor(assembler=assembler)
+    assert compressor.assembler is assembler
+    expected = ContextwrightTransformer(assembler=assembler).transform_documents(docs, query=QUERY)
+    assert compressor.compress_documents(docs, QUERY) == expected
+
+
+def test_compressor_does_not_change_the_callers_documents(docs: list[Document]) -> None:
+    before = copy.deepcopy(docs)
+    ContextwrightCompressor(budget=160).compress_documents(docs, QUERY)
+    assert docs == before
+
+
+def test_compressor_needs_a_budget_or_a_model() -> None:
+    with pytest.raises(ConfigError, match=r"ContextwrightCompressor: pass budget= .* or model="):
+        ContextwrightCompressor()
+
+
+def test_compressor_refuses_an_assembler_and_settings_together() -> None:
+    with pytest.raises(
+        ConfigError, match=r"ContextwrightCompressor: pass either assembler= or settings \(budget\)"
+    ):
+        ContextwrightCompressor(assembler=Assembler("qa", budget=100), budget=100)
+
+
+def test_compressor_rejects_a_non_string_query(docs: list[Document]) -> None:
+    with pytest.raises(InputError, match=r"ContextwrightCompressor: query must be a string; got int"):
+        ContextwrightCompressor(budget=160).compress_documents(docs, 42)  # type: ignore[arg-type]

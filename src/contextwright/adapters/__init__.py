@@ -9,6 +9,7 @@ imports ``langchain_core`` then, not before). A missing framework raises
 name                           module                       extra
 =============================  ===========================  =====================
 ``ContextwrightTransformer``   ``adapters.langchain``       ``langchain``
+``ContextwrightCompressor``    ``adapters.langchain``       ``langchain``
 ``ContextwrightRunnable``      ``adapters.langchain``       ``langchain``
 ``ContextwrightPostprocessor`` ``adapters.llamaindex``      ``llamaindex``
 ``ContextwrightAssembler``     ``adapters.haystack``        ``haystack``
@@ -29,11 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contextwright.adapters.haystack import ContextwrightAssembler
-    from contextwright.adapters.langchain import ContextwrightRunnable, ContextwrightTransformer
+    from contextwright.adapters.langchain import (
+        ContextwrightCompressor,
+        ContextwrightRunnable,
+        ContextwrightTransformer,
+    )
     from contextwright.adapters.llamaindex import ContextwrightPostprocessor
 
 __all__ = [
     "ContextwrightAssembler",
+    "ContextwrightCompressor",
     "ContextwrightPostprocessor",
     "ContextwrightRunnable",
     "ContextwrightTransformer",
@@ -41,6 +47,7 @@ __all__ = [
 
 _LAZY = {
     "ContextwrightAssembler": "contextwright.adapters.haystack",
+    "ContextwrightCompressor": "contextwright.adapters.langchain",
     "ContextwrightPostprocessor": "contextwright.adapters.llamaindex",
     "ContextwrightRunnable": "contextwright.adapters.langchain",
     "ContextwrightTransformer": "contextwright.adapters.langchain",

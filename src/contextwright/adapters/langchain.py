@@ -1,4 +1,4 @@
-"""LangChain adapter: ``Document`` ↔ :class:`Chunk`, a document transformer and a Runnable.
+"""LangChain adapter: ``Document`` ↔ :class:`Chunk`, a transformer, a compressor and a Runnable.
 
 A LangChain ``Document`` has ``page_content``, ``metadata`` and an optional
 ``id``. The score, source, page and document id live in ``metadata`` under
@@ -36,12 +36,15 @@ from contextwright.pipeline import Pipeline
 from contextwright.types import AssembledContext, Chunk
 
 try:
-    from langchain_core.documents import BaseDocumentTransformer, Document
+    from langchain_core.callbacks import Callbacks
+    from langchain_core.documents import BaseDocumentCompressor, BaseDocumentTransformer, Document
     from langchain_core.runnables import Runnable, RunnableConfig
+    from pydantic import ConfigDict
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("langchain_core", "langchain") from exc
 
 __all__ = [
+    "ContextwrightCompressor",
     "ContextwrightRunnable",
     "ContextwrightTransformer",
     "from_documents",
@@ -174,6 +177,86 @@ class ContextwrightTransformer(BaseDocumentTransformer):
                 ignored, as LangChain passes transformer-specific options here.
         """
         return to_documents(self.assemble(documents, kwargs.get("query")))
+
+
+class ContextwrightCompressor(BaseDocumentCompressor):
+    """A LangChain document compressor, for ``ContextualCompressionRetriever``.
+
+    LangChain's standard place to post-process retrieved documents is a
+    ``ContextualCompressionRetriever``: it calls its base retriever, then its
+    compressor with the documents and the query. This compressor runs the
+    assembler on them (by default the ``qa`` preset: exact dedup, greedy fit
+    to the token budget, lost-in-the-middle-aware order) and returns the
+    surviving documents in the assembled order, each with its ``citation``
+    number in metadata, exactly as :class:`ContextwrightTransformer` does.
+    Dropped documents are not returned; :meth:`assemble` gives the text and
+    the report (why each was dropped). ``acompress_documents`` runs the same
+    assembly in a worker thread, so it does not block the event loop.
+
+    Args:
+        assembler: A ready :class:`~contextwright.Assembler`; or give settings
+            (``preset``, ``budget``, ``model``, ``tokenizer``, ``format``,
+            ``order``) as for :class:`ContextwrightTransformer`.
+
+    Example:
+        >>> from langchain_classic.retrievers import ContextualCompressionRetriever
+        >>> retriever = ContextualCompressionRetriever(
+        ...     base_compressor=ContextwrightCompressor(budget=1_000, order="bookend"),
+        ...     base_retriever=store.as_retriever(search_kwargs={"k": 20}),
+        ... )
+        >>> docs = retriever.invoke("who discovered x-rays?")
+        >>> docs[0].metadata["citation"]
+        1
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    assembler: Assembler
+    """The assembler every call delegates to."""
+
+    def __init__(
+        self,
+        *,
+        assembler: Assembler | None = None,
+        preset: str | Path | Mapping[str, Any] | Pipeline = "qa",
+        budget: int | None = None,
+        model: str | None = None,
+        tokenizer: str | None = None,
+        format: str | None = None,
+        order: str | None = None,
+    ) -> None:
+        # mypy sees the pydantic __init__ of the base class, which declares no fields.
+        super().__init__(  # type: ignore[call-arg]
+            assembler=build_assembler(
+                assembler,
+                preset,
+                budget=budget,
+                model=model,
+                tokenizer=tokenizer,
+                format=format,
+                order=order,
+                owner=type(self).__name__,
+            )
+        )
+
+    def assemble(
+        self, documents: Sequence[Document | tuple[Document, float] | Chunk], query: str = ""
+    ) -> AssembledContext:
+        """The assembled context of ``documents`` for ``query`` (text, citations, report)."""
+        return self.assembler.assemble(query_of(query, owner=type(self).__name__), from_documents(documents))
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """The documents that survive assembly for ``query``, in the assembled order.
+
+        Args:
+            documents: The retrieved documents, best first.
+            query: The query the documents were retrieved for.
+            callbacks: Accepted for the interface; assembly calls no model, so
+                there is nothing to report to them.
+        """
+        return to_documents(self.assemble(documents, query))
 
 
 class ContextwrightRunnable(Runnable[Any, dict[str, Any]]):
