@@ -64,7 +64,7 @@ def analysis(rows: list[dict[str, Any]], budgets: list[int]) -> None:
     """Why retention stops where it does: sentence choice, and the bound of a perfect sentence picker.
 
     * hit@1 / hit@2: in chunks that contain an answer, how often the best (best two) BM25
-      sentences contain it; ``no-term``: answer sentences that share no term with the question.
+      sentences (the stage's ``length_norm``) contain it; ``no-term``: answer sentences that share no term with the question.
     * oracle: the top chunk whole, then from every following chunk in rank order the one
       sentence that holds the answer (else its best BM25 sentence), while the blocks fit.
     """
@@ -72,16 +72,17 @@ def analysis(rows: list[dict[str, Any]], budgets: list[int]) -> None:
     from contextwright.render.format import get_format
     from contextwright.render.meter import Meter
     from contextwright.sentences import split_sentences
-    from contextwright.stages.compress import BM25, terms
+    from contextwright.stages.compress import BM25, ExtractiveCompress, terms
 
     meter = Meter(get_format("xml"), get_tokenizer("cl100k_base"))
+    length_norm = ExtractiveCompress().length_norm  # score sentences as the stage does
     hit1 = hit2 = total = answer_sents = no_term = 0
     oracle = dict.fromkeys(budgets, 0)
     for r in rows:
         chunks = [Chunk.from_dict(c, position=i) for i, c in enumerate(r["chunks"])]
         spans = [split_sentences(c.text) for c in chunks]
         flat = [(ci, c.text[a:b]) for ci, c in enumerate(chunks) for a, b in spans[ci]]
-        scores = BM25([terms(t) for _, t in flat]).scores(terms(r["question"]))
+        scores = BM25([terms(t) for _, t in flat], b=length_norm).scores(terms(r["question"]))
         per: list[list[tuple[float, int, str]]] = [[] for _ in chunks]
         for k, ((ci, text), score) in enumerate(zip(flat, scores, strict=True)):
             per[ci].append((score, k, text))

@@ -130,6 +130,32 @@ def test_embedder_scores_sentences_when_configured() -> None:
     assert any("cosine" in n for n in result.report.notes)
 
 
+def test_long_sentence_is_cut_to_a_verbatim_word_window_around_the_query_terms() -> None:
+    words = " ".join(f"w{i}" for i in range(30))
+    long = f"Then {words} and the Eiffel Tower was completed in 1889 {words}."
+    items = [
+        Chunk("The Eiffel Tower is a landmark in Paris. " + filler("t"), id="top", score=9.0),
+        Chunk(filler("a") + " " + long + " " + filler("b"), id="long", score=5.0),
+    ]
+    result = run(ExtractiveCompress(whole_share=0.3, max_words=12), items, budget=200)
+    out = {c.id: c for c in result.chunks}["long"]
+    ((start, end),) = out.spans
+    piece = items[1].text[start:end]
+    assert piece == out.text and piece in long
+    assert len(piece.split()) == 12 and "Eiffel Tower was completed" in piece
+
+
+def test_whole_sentences_are_kept_when_max_words_is_none() -> None:
+    words = " ".join(f"w{i}" for i in range(30))
+    long = f"Then {words} and the Eiffel Tower was completed in 1889 {words}."
+    items = [
+        Chunk("The Eiffel Tower is a landmark in Paris. " + filler("t"), id="top", score=9.0),
+        Chunk(filler("a") + " " + long + " " + filler("b"), id="long", score=5.0),
+    ]
+    result = run(ExtractiveCompress(whole_share=0.3, max_words=None), items, budget=400)
+    assert {c.id: c for c in result.chunks}["long"].text == long
+
+
 def test_bm25_ranks_the_matching_sentence_first() -> None:
     bm = BM25([terms("Paris is in France."), terms("Rome is in Italy."), terms("France.")])
     scores = bm.scores(terms("capital of France"))
@@ -144,6 +170,8 @@ def test_bm25_ranks_the_matching_sentence_first() -> None:
         ({"whole_share": -0.1}, "whole_share must be a number from 0 to 1"),
         ({"scoring": "tfidf"}, "scoring must be 'auto', 'bm25' or 'embedding'"),
         ({"min_score": float("nan")}, "min_score must be a finite number or None"),
+        ({"length_norm": 1.5}, "length_norm must be a number from 0 to 1"),
+        ({"max_words": 0}, "max_words must be a positive integer or None; got 0"),
     ],
 )
 def test_settings_are_validated(settings: dict[str, Any], message: str) -> None:
@@ -152,7 +180,15 @@ def test_settings_are_validated(settings: dict[str, Any], message: str) -> None:
 
 
 def test_settings_round_trip() -> None:
-    stage = ExtractiveCompress(ratio=0.4, max_sentences=3, whole_share=0.7, min_score=1.0, scoring="bm25")
+    stage = ExtractiveCompress(
+        ratio=0.4,
+        max_sentences=3,
+        whole_share=0.7,
+        min_score=1.0,
+        scoring="bm25",
+        length_norm=0.5,
+        max_words=25,
+    )
     assert stage_from_dict(stage_to_dict(stage)) == stage
 
 
@@ -178,7 +214,8 @@ def test_tight_on_shared_data_keeps_budget_ids_and_verbatim_spans(
                 continue
             compressed += 1
             pieces = [source[c.id][s:e] for s, e in c.spans]
-            sentences = {source[c.id][s:e] for s, e in split_sentences(source[c.id])}
-            assert set(pieces) <= sentences  # every kept piece is a whole sentence of the original
+            sentences = [source[c.id][s:e] for s, e in split_sentences(source[c.id])]
+            for p in pieces:  # a whole sentence, or a window of at most max_words words inside one
+                assert p in sentences or (len(p.split()) <= 40 and any(p in s for s in sentences))
             assert " ".join(" ".join(p.split()) for p in pieces) == " ".join(c.text.split())
     assert compressed > 0

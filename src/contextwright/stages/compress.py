@@ -40,6 +40,7 @@ __all__ = ["BM25", "CompressionPlan", "ExtractiveCompress", "overflow_plan", "pl
 logger = logging.getLogger(__name__)
 
 _WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"\S+")
 # A short English stopword list: question words and function words carry no
 # evidence for which sentence answers a question.
 _STOP = frozenset(
@@ -262,7 +263,11 @@ class ExtractiveCompress:
        always, unless it alone overflows, in which case it alone is cut to
        fit); every lower-scored chunk shrinks to its best ``max_sentences``
        sentences for the query (at most ``ratio`` of its tokens, at least its
-       single best sentence), kept in their original order.
+       single best sentence), kept in their original order. A kept sentence
+       longer than ``max_words`` words is cut to the contiguous window of
+       ``max_words`` words that covers the most query-term IDF (ties: the
+       window whose matches sit nearest its middle), still a verbatim
+       substring with its own span.
     3. **Slack**: if the compressed set leaves room, the best compressed
        chunks are restored whole, in rank order, while they fit.
 
@@ -271,8 +276,8 @@ class ExtractiveCompress:
 
     Sentences are scored with BM25 against the query (the collection is every
     sentence of this call's chunks, so ``idf`` is estimated on more than one
-    chunk's four sentences), or by cosine similarity with an ``embedder`` when
-    the assembler has one. A relevance floor applies before compression:
+    chunk's four sentences; ``length_norm`` is its ``b``), or by cosine
+    similarity with an ``embedder`` when the assembler has one. A relevance floor applies before compression:
     chunks scored below ``min_score`` are not compressed (the budget stage
     decides about them whole), and a chunk none of whose sentences scores
     above ``min_sentence_score`` (no query term at all, with BM25) is dropped
@@ -284,6 +289,13 @@ class ExtractiveCompress:
     58% of the chunks that have one (the best two: 83%), so shrinking the
     second- or third-ranked chunk loses more answers than snippets of deeper
     chunks win (``bench/bench_compression.py``).
+
+    Why no sentence-length normalization (``length_norm=0.0``): within one
+    chunk, the sentence that matches the query terms *and* says more is the
+    one that tends to hold the answer (the answer is the words beside the
+    matched terms), and BM25's usual ``b=0.75`` penalizes exactly that
+    sentence (best-sentence hit rate 0.572 with ``b=0.75``, 0.600 with ``b=0``).
+    The longer sentences this picks are bounded by ``ratio`` and ``max_words``.
 
     Compressed chunks carry the op ``compressed``, ``spans`` with the kept
     sentences' offsets into the text this stage received, and a
@@ -298,6 +310,10 @@ class ExtractiveCompress:
             ``irrelevant``.
         scoring: ``auto`` (cosine with an embedder when one is configured, else
             BM25), ``bm25`` or ``embedding``.
+        length_norm: BM25 ``b`` for sentence scoring (0: no length
+            normalization, 1: full).
+        max_words: Kept sentences longer than this many words are cut to a
+            query-term window of this many words (None: whole sentences only).
 
     Example:
         >>> stages = [ExactDedup(), ExtractiveCompress(), TokenBudget()]
@@ -308,12 +324,14 @@ class ExtractiveCompress:
     name: ClassVar[str] = "compress"
     requires: ClassVar[tuple[str, ...]] = ("query", "meter", "budget")
     optional: ClassVar[tuple[str, ...]] = ("embedder",)
-    ratio: float = 0.5
+    ratio: float = 0.6
     max_sentences: int | None = 2
     whole_share: float = 0.9
     min_score: float | None = None
     min_sentence_score: float = 0.0
     scoring: Literal["auto", "bm25", "embedding"] = "auto"
+    length_norm: float = 0.0
+    max_words: int | None = 40
 
     def __post_init__(self) -> None:
         if isinstance(self.ratio, bool) or not isinstance(self.ratio, (int, float)) or not 0 < self.ratio < 1:
@@ -336,6 +354,21 @@ class ExtractiveCompress:
             raise ConfigError(f"min_sentence_score must be a finite number; got {self.min_sentence_score!r}.")
         if self.scoring not in ("auto", "bm25", "embedding"):
             raise ConfigError(f"scoring must be 'auto', 'bm25' or 'embedding'; got {self.scoring!r}.")
+        if (
+            isinstance(self.length_norm, bool)
+            or not isinstance(self.length_norm, (int, float))
+            or not 0 <= self.length_norm <= 1
+        ):
+            raise ConfigError(
+                f"length_norm must be a number from 0 to 1 (BM25 b for sentences); "
+                f"got {self.length_norm!r}. Example: length_norm=0.0."
+            )
+        if self.max_words is not None and (
+            isinstance(self.max_words, bool) or not isinstance(self.max_words, int) or self.max_words < 1
+        ):
+            raise ConfigError(
+                f"max_words must be a positive integer or None; got {self.max_words!r}. Example: max_words=40."
+            )
 
     def __call__(
         self,
@@ -361,7 +394,8 @@ class ExtractiveCompress:
         ranked = plan.ranked
         split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in _analyze(c.text)[0]] for c in ranked}
         texts = {c.id: c.text for c in ranked}
-        scorer = self._scorer(query, split, texts, embedder)
+        scorer, idf = self._scorer(query, split, texts, embedder)
+        query_terms = frozenset(terms(query))
         scored = {cid: scorer(cid, sents) for cid, sents in split.items()}
         current: dict[str, Chunk] = {c.id: c for c in chunks}
         dropped: dict[str, Drop] = {}
@@ -400,6 +434,8 @@ class ExtractiveCompress:
                 kept = self._fit_alone(c, sents, meter, budget, n)
             else:
                 kept = _select(sents, c, meter, max(1, int(meter.tokens(c) * self.ratio)), self.max_sentences)
+                if kept is not None and self.max_words is not None:
+                    kept = [_window(c.text, s, query_terms, idf, self.max_words) for s in kept]
             if kept is not None:
                 self._apply(
                     c, kept, current, changes, meter, detail=f"{len(kept)} of {len(split[c.id])} sentences"
@@ -435,7 +471,10 @@ class ExtractiveCompress:
 
     def _scorer(
         self, query: str, split: Mapping[str, list[_Sentence]], texts: Mapping[str, str], embedder: Any
-    ) -> Callable[[str, list[_Sentence]], list[_Sentence]]:
+    ) -> tuple[Callable[[str, list[_Sentence]], list[_Sentence]], Mapping[str, float]]:
+        """The sentence scorer, and the term IDFs of this call's sentences (for word windows)."""
+        keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
+        bm = BM25([_analyze(texts[cid])[1][i] for cid, i in keys], b=self.length_norm)
         if self._uses_embedder(embedder):
             ids = list(split)
             sentences = [s.text for cid in ids for s in split[cid]]
@@ -454,15 +493,13 @@ class ExtractiveCompress:
                     _Sentence(s.start, s.end, s.text, sims.get((cid, i), 0.0)) for i, s in enumerate(sents)
                 ]
 
-            return by_cosine
-        keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
-        bm = BM25([_analyze(texts[cid])[1][i] for cid, i in keys])
+            return by_cosine, bm.idf
         values = dict(zip(keys, bm.scores(terms(query)), strict=True))
 
         def by_bm25(cid: str, sents: list[_Sentence]) -> list[_Sentence]:
             return [_Sentence(s.start, s.end, s.text, values[(cid, i)]) for i, s in enumerate(sents)]
 
-        return by_bm25
+        return by_bm25, bm.idf
 
     def _fit_alone(
         self, c: Chunk, sents: Sequence[_Sentence], meter: Meter, budget: int, n: int
@@ -493,6 +530,32 @@ class ExtractiveCompress:
         new = c.with_ops("compressed", text=text, spans=tuple((s.start, s.end) for s in kept))
         current[c.id] = new
         changes[c.id] = Change(c.id, "compressed", meter.tokens(c), meter.tokens(new), detail=detail)
+
+
+def _window(
+    text: str, s: _Sentence, query_terms: frozenset[str], idf: Mapping[str, float], max_words: int
+) -> _Sentence:
+    """``s`` itself, or when longer than ``max_words`` words, its best window of ``max_words`` words.
+
+    The best window covers the most IDF of distinct query terms; among equals,
+    the one whose matches are centred best, then the earliest. The window runs
+    from its first word's start to its last word's end: a verbatim substring.
+    """
+    words = [(s.start + m.start(), s.start + m.end()) for m in _TOKEN.finditer(s.text)]
+    if len(words) <= max_words:
+        return s
+    hits = [frozenset(t for t in terms(text[a:e]) if t in query_terms) for a, e in words]
+    best: tuple[float, float] | None = None
+    best_i = 0
+    for i in range(len(words) - max_words + 1):
+        inside = [j for j in range(i, i + max_words) if hits[j]]
+        value = sum(idf.get(t, 0.0) for t in frozenset().union(*(hits[j] for j in inside)))
+        off = abs((inside[0] + inside[-1]) / 2 - (i + max_words / 2)) if inside else float(max_words)
+        key = (value, -off)
+        if best is None or key > best:
+            best, best_i = key, i
+    start, end = words[best_i][0], words[best_i + max_words - 1][1]
+    return _Sentence(start, end, text[start:end], s.score)
 
 
 def _select(
