@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from contextwright.errors import ConfigError, InputError, StoreError, missing_extra
 from contextwright.types import Chunk
@@ -222,7 +222,19 @@ def _batches(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
 
 
 class _LoaderMixin(abc.ABC):
-    """``load_jsonl`` on top of a store's ``load``."""
+    """``load_jsonl`` on top of a store's ``load``, and ``with store:`` on top of its ``close``."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the store's connections."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     @abc.abstractmethod
     def load(self, chunks: Iterable[Chunk | Mapping[str, Any]], *, progress: Progress | None = None) -> int:
@@ -292,12 +304,6 @@ class InMemoryStore(_LoaderMixin):
 
     def close(self) -> None:
         """Nothing to release."""
-
-    def __enter__(self) -> InMemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"InMemoryStore({self.count()} chunks)"
@@ -521,14 +527,6 @@ class SQLiteStore(_LoaderMixin):
             self._closed = True
             self._conn.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, table={self.table!r})"
 
@@ -723,14 +721,6 @@ class PostgresStore(_LoaderMixin):
     def close(self) -> None:
         """Close the pool's connections."""
         self._pool.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._label}, table={self.table!r})"
