@@ -27,6 +27,7 @@ from contextwright.errors import CompressionError, ConfigError
 from contextwright.llm import ChatClient, LLMCompress, verify_extract
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
+from contextwright.spans import compose
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.budget import TokenBudget
 from contextwright.types import Chunk
@@ -355,3 +356,19 @@ def test_llm_compress_against_a_real_endpoint() -> None:
             assert by_id[c.id].text[s:e] in c.text
     eiffel = next((c for c in result.chunks if c.id == "eiffel"), None)
     assert eiffel is not None and "1889" in eiffel.text
+
+
+def test_llm_compress_spans_point_into_the_input_text_after_an_earlier_cut(serve: Any) -> None:
+    """A chunk already cut (here: its first sentence stripped) is compressed again: spans compose."""
+    server = serve(_script)
+    stage = LLMCompress(base_url=server.base_url, model="m", api_key_env="", retries=0, whole_share=0.3)
+    chunks = _chunks()
+    original = "Preamble that an earlier stage removed. " + chunks[1].text
+    cut = len("Preamble that an earlier stage removed. ")
+    pre = Chunk(original, id="eiffel", score=5.0)
+    pre = pre.with_ops("overlap_stripped", text=original[cut:], spans=compose(pre, [(cut, len(original))]))
+    result, _ = _run(stage, [chunks[0], pre, *chunks[2:]], budget=200)
+    out = {c.id: c for c in result.chunks}
+    assert out["eiffel"].ops == ("overlap_stripped", "compressed")
+    ((s, e),) = out["eiffel"].spans
+    assert original[s:e] == out["eiffel"].text == "It was completed in 1889 for the World’s Fair."

@@ -606,3 +606,23 @@ def test_integers_beyond_64_bits_never_give_a_500(client: TestClient) -> None:
         json={"query": "q", "chunks": [{"text": "hello there", "metadata": {"big": 2**70}}], "budget": 50},
     )
     assert r.status_code == 200 and r.json()["tokens"] <= 50
+
+
+def test_compressed_blocks_carry_spans_through_assemble_and_resolve(
+    client: TestClient, dev_queries: list[dict[str, Any]]
+) -> None:
+    q = dev_queries[5]
+    ctx = client.post(
+        "/v1/assemble",
+        json={"query": q["question"], "chunks": q["chunks"], "budget": 400, "preset": "tight"},
+    ).json()
+    texts = {c["id"]: c["text"] for c in q["chunks"]}
+    cut = [c for c in ctx["citations"] if c["spans"]]
+    assert cut, "the tight preset compresses at this budget"
+    for c in cut:
+        (cid,) = c["chunk_ids"]
+        pieces = [texts[cid][a:b] for a, b in c["spans"]]
+        assert all(p and p in ctx["text"] for p in pieces)
+    n = cut[0]["index"]
+    body = client.post("/v1/citations/resolve", json={"answer": f"see [{n}]", "context": ctx}).json()
+    assert body["cited"][0]["spans"] == cut[0]["spans"]

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 from contextwright.errors import CompressionError, ConfigError, missing_extra
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
+from contextwright.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
 from contextwright.stages.compress import check_plan_settings, plan_compression
 from contextwright.types import Change, Chunk, Drop, StageResult
@@ -443,10 +444,10 @@ class LLMCompress:
                 notes.append(f"kept original {c.id}: rejected a reply that is not copied from the chunk")
                 logger.warning("llm reply not extractive; original kept", extra={"chunk_id": c.id})
                 continue
-            text = _join_spans(c.text, spans)
+            text = join_pieces(c.text, spans)
             if len(text) >= len(c.text.strip()):
                 continue
-            new = c.with_ops("compressed", text=text, spans=tuple(spans))
+            new = c.with_ops("compressed", text=text, spans=compose(c, spans))
             current[c.id] = new
             changes.append(
                 Change(
@@ -459,15 +460,3 @@ class LLMCompress:
             )
         out = [current[c.id] for c in chunks if c.id in current]
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes, notes=notes)
-
-
-def _join_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    parts: list[str] = []
-    prev_end: int | None = None
-    for s, e in spans:
-        if prev_end is not None:
-            gap = text[prev_end:s]
-            parts.append(gap if not gap.strip() else " ")
-        parts.append(text[s:e])
-        prev_end = e
-    return "".join(parts)

@@ -647,6 +647,11 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         snippet: str
         also_sources: list[str]
         index_span: list[int] | None
+        spans: list[list[int]] = Field(
+            default_factory=list,
+            description="Character offsets (start, end) into the chunk's input text of what the block "
+            "shows, when a stage cut it; empty when the block shows the text whole.",
+        )
 
     class DropOut(BaseModel):
         chunk_id: str
@@ -731,6 +736,9 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         snippet: str = ""
         also_sources: list[str] = Field(default_factory=list)
         index_span: list[SafeInt] | None = Field(None, min_length=2, max_length=2)
+        spans: list[Annotated[list[SafeInt], Field(min_length=2, max_length=2)]] = Field(
+            default_factory=list, max_length=10_000
+        )
 
     class ContextIn(BaseModel):
         """A previous /v1/assemble response; only its citations are read."""
@@ -1058,6 +1066,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
             snippet=c.snippet,
             also_sources=tuple(c.also_sources),
             index_span=(c.index_span[0], c.index_span[1]) if c.index_span else None,
+            spans=tuple((s[0], s[1]) for s in c.spans),
         )
 
     @app.post(

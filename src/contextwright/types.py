@@ -575,6 +575,10 @@ class Citation:
     ``chunk_ids`` lists every input chunk the block stands for (one, or several
     for a merged passage); ``also_sources`` lists the sources of duplicates that
     were folded into it, so a citation names every place the text appears.
+    ``spans`` says which text of the chunk the block shows when a stage cut it
+    (compressed, truncated, overlap stripped): ``(start, end)`` character
+    offsets into the chunk's text as it was passed in (for a merged passage,
+    into the passage text); empty when the block shows the text whole.
     """
 
     index: int
@@ -590,6 +594,7 @@ class Citation:
     snippet: str
     also_sources: tuple[str, ...] = ()
     index_span: tuple[int, int] | None = None
+    spans: tuple[tuple[int, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -606,6 +611,7 @@ class Citation:
             "snippet": self.snippet,
             "also_sources": list(self.also_sources),
             "index_span": list(self.index_span) if self.index_span else None,
+            "spans": [list(s) for s in self.spans],
         }
 
 

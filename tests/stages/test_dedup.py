@@ -141,7 +141,7 @@ def test_overlap_dedup_matches_across_whitespace_but_cuts_the_original_text() ->
     b = Chunk("The shared part spans several\twords and then new text.", id="b", doc_id="d", index=1)
     result = OverlapDedup()((a, b))
     assert result.chunks[1].text == " and then new text."
-    assert result.chunks[1].spans == ((35, len(b.text)),)
+    assert result.chunks[1].spans == ((36, len(b.text)),)  # the kept piece, without its leading space
     assert result.report.changed[0].detail.startswith("35 of")
 
 

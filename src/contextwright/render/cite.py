@@ -55,6 +55,7 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 snippet=snippet,
                 also_sources=c.also_sources,
                 index_span=_span(c),
+                spans=c.spans,
             )
         )
     return tuple(out)

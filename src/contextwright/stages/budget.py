@@ -15,6 +15,7 @@ from typing import ClassVar, Literal
 from contextwright.errors import ConfigError
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
+from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
@@ -142,11 +143,13 @@ class TokenBudget:
         if room - overhead < self.min_truncated_tokens:
             return None
         text = c.text.strip()
+        lead = len(c.text) - len(c.text.lstrip())
         ends = sentence_ends(text)[:-1]  # the full text does not fit
         lo, hi, best = 0, len(ends) - 1, None
         while lo <= hi:  # the largest prefix that fits; costs grow with length
             mid = (lo + hi) // 2
-            cand = c.with_ops("truncated", text=text[: ends[mid]], spans=((0, ends[mid]),))
+            cut = text[: ends[mid]]
+            cand = c.with_ops("truncated", text=cut, spans=compose(c, [(lead, lead + len(cut))]))
             cost = meter.tokens(cand)
             if cost + overhead <= room:
                 best, lo = (cand, cost), mid + 1

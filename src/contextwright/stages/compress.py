@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 from contextwright.errors import ConfigError
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
+from contextwright.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
@@ -208,19 +209,6 @@ def _set_cost(chunks: Iterable[Chunk], meter: Meter, n: int) -> int:
             docs.add(c.group_key)
             total += meter.doc_cost(c)
     return total
-
-
-def _join(text: str, kept: Sequence[_Sentence]) -> str:
-    """The kept sentences, with the original whitespace between neighbours, else one space."""
-    parts: list[str] = []
-    prev: _Sentence | None = None
-    for s in kept:
-        if prev is not None:
-            gap = text[prev.end : s.start]
-            parts.append(gap if not gap.strip() else (" " if "\n" not in gap else "\n"))
-        parts.append(s.text)
-        prev = s
-    return "".join(parts)
 
 
 def check_plan_settings(max_sentences: int | None, whole_share: float) -> None:
@@ -508,7 +496,7 @@ class ExtractiveCompress:
         ranked = sorted(sents, key=lambda s: (-s.score, s.start))
         for k in range(len(ranked) - 1, 0, -1):
             kept = sorted(ranked[:k], key=lambda s: s.start)
-            trial = c.with_ops("compressed", text=_join(c.text, kept))
+            trial = c.with_ops("compressed", text=join_pieces(c.text, [(s.start, s.end) for s in kept]))
             if _set_cost([trial], meter, n) <= budget:
                 return kept
         return ranked[:1] or None
@@ -523,11 +511,11 @@ class ExtractiveCompress:
         *,
         detail: str,
     ) -> None:
-        kept = sorted(kept, key=lambda s: s.start)
-        text = _join(c.text, kept)
+        pieces = sorted((s.start, s.end) for s in kept)
+        text = join_pieces(c.text, pieces)
         if text == c.text or not text:
             return
-        new = c.with_ops("compressed", text=text, spans=tuple((s.start, s.end) for s in kept))
+        new = c.with_ops("compressed", text=text, spans=compose(c, pieces))
         current[c.id] = new
         changes[c.id] = Change(c.id, "compressed", meter.tokens(c), meter.tokens(new), detail=detail)
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from contextwright.errors import ConfigError, InputError, missing_extra
+from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.types import Change, Chunk, Drop, StageResult
 
@@ -272,7 +273,7 @@ class OverlapDedup:
                 held = current[cur.id]
                 cut = _original_cut(cur.text, k)
                 new_text = cur.text[cut:]
-                spans = held.spans or ((cut, len(cur.text)),)
+                spans = compose(held, [(cut, len(held.text))])
                 stripped = held.with_ops("overlap_stripped", text=new_text, spans=spans)
                 current[cur.id] = stripped
                 changes.append(
