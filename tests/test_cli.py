@@ -276,3 +276,34 @@ def test_assemble_expand_without_a_store_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["assemble", str(chunks), "--budget", "100", "--expand", "1"])
     assert result.exit_code == 2
     assert "--expand needs --store URL" in result.stderr
+
+
+def test_assemble_history_is_trimmed_and_reported(tmp_path: Path) -> None:
+    turns = [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": "Tell me about the first Nobel prizes in great detail please, all of them.",
+        },
+        {"role": "assistant", "content": "The first Nobel Prizes were awarded in 1901 in five fields."},
+        {"role": "user", "content": "And physics?"},
+    ]
+    hist = tmp_path / "history.json"
+    hist.write_text(json.dumps(turns))
+    args = ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "200"]
+    args += ["--history", str(hist), "--history-tokens", "40"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    history = json.loads(result.stdout)["report"]["history"]
+    assert history["dropped"] == [1] and history["tokens"] <= 40
+    assert [m["content"] for m in history["messages"]] == [
+        turns[0]["content"],
+        *(t["content"] for t in turns[2:]),
+    ]
+    plan = runner.invoke(app, [*args, "--dry-run"])
+    assert "history: 3 messages kept, dropped turns 1 · 33 of 40 tokens" in plan.stdout
+    no_zone = runner.invoke(app, [a for a in args if a not in ("--history-tokens", "40")])
+    assert no_zone.exit_code == 2 and "--history needs --history-tokens" in no_zone.output
+    hist.write_text('{"role": "user"}')
+    bad = runner.invoke(app, args)
+    assert bad.exit_code == 2 and "expected a JSON list" in bad.output

@@ -626,3 +626,26 @@ def test_compressed_blocks_carry_spans_through_assemble_and_resolve(
     n = cut[0]["index"]
     body = client.post("/v1/citations/resolve", json={"answer": f"see [{n}]", "context": ctx}).json()
     assert body["cited"][0]["spans"] == cut[0]["spans"]
+
+
+def test_history_is_trimmed_to_its_zone_and_reported(client: TestClient) -> None:
+    words = " ".join(["word"] * 40)
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "U1 " + words},
+        {"role": "assistant", "content": "A1 " + words},
+        {"role": "user", "content": "U2 " + words},
+    ]
+    body = {"query": "q", "chunks": CHUNKS, "budget": 200, "history": history, "history_tokens": 90}
+    r = client.post("/v1/assemble", json=body)
+    assert r.status_code == 200, r.text
+    hist = r.json()["report"]["history"]
+    assert hist["dropped"] == [1, 2] and hist["tokens"] <= 90
+    assert [m["content"][:2] for m in hist["messages"]] == ["Be", "U2"]
+    assert "history" not in client.post("/v1/assemble", json={**body, "history": None}).json()["report"]
+    no_zone = is_problem(client.post("/v1/assemble", json={**body, "history_tokens": 0}), 422)
+    assert no_zone["loc"] == ["body", "history_tokens"] and "history_tokens" in no_zone["detail"]
+    too_small = is_problem(client.post("/v1/assemble", json={**body, "history_tokens": 10}), 400)
+    assert too_small["loc"] == ["body", "history_tokens"] and "never dropped" in too_small["detail"]
+    bad_turn = is_problem(client.post("/v1/assemble", json={**body, "history": [{"role": "user"}]}), 422)
+    assert bad_turn["loc"][:3] == ["body", "history", 0]

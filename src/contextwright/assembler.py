@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from contextwright.budget import ModelSpec, ZoneBudget, get_model
 from contextwright.config import pipeline_from_config
-from contextwright.errors import ConfigError
+from contextwright.errors import ConfigError, InputError
 from contextwright.pipeline import Pipeline, Plan
 from contextwright.render.format import Format
-from contextwright.render.messages import system_prompt
+from contextwright.render.history import HistoryResult, trim_history
+from contextwright.render.messages import Message, system_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 from contextwright.types import AssembledContext, Chunk
 
@@ -127,6 +129,8 @@ class Assembler:
         chunks: Iterable[Chunk | Mapping[str, Any]],
         *,
         budget: int | None = None,
+        history: Sequence[Mapping[str, str]] | None = None,
+        summarizer: Callable[[list[Message]], str] | None = None,
     ) -> AssembledContext:
         """Assemble one context.
 
@@ -134,15 +138,52 @@ class Assembler:
             query: The user's query.
             chunks: Retrieved chunks, as :class:`Chunk` or mappings.
             budget: Override the documents budget for this call.
+            history: Earlier conversation turns (``{"role", "content"}``, oldest
+                first), trimmed to the history zone (``history_tokens``): the
+                oldest turns go first, never a system message or the latest
+                user turn. ``report.history`` says what was kept and dropped,
+                and ``ctx.messages()`` sends the kept turns.
+            summarizer: Summarizes the dropped turns; the summary is counted
+                inside the history zone.
+
+        Raises:
+            ConfigError: ``history`` given but the assembler has no history zone.
+            BudgetError: the system messages and latest user turn alone exceed it.
         """
+        trimmed = self._history(history, summarizer)
         zones = self.zones(query, budget=budget)
-        return self.pipeline.run(
+        ctx = self.pipeline.run(
             query,
             chunks,
             tokenizer=self.tokenizer,
             budget=zones.documents,
             zones=zones.as_dict(),
             resources=self.resources,
+        )
+        if trimmed is None:
+            return ctx
+        return replace(ctx, report=replace(ctx.report, history=trimmed))
+
+    def _history(
+        self,
+        history: Sequence[Mapping[str, str]] | None,
+        summarizer: Callable[[list[Message]], str] | None,
+    ) -> HistoryResult | None:
+        """``history`` trimmed to the history zone, or None when there is none to trim."""
+        if history is None:
+            return None
+        if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+            raise InputError(
+                f"history must be a list of {{'role', 'content'}} turns, oldest first; got {type(history).__name__}."
+            )
+        if self.history_tokens <= 0:
+            raise ConfigError(
+                f"history= was given ({len(history)} turns) but the assembler has no history zone "
+                "(history_tokens=0), so nothing bounds it; set Assembler(..., history_tokens=N), "
+                "e.g. history_tokens=1000."
+            )
+        return trim_history(
+            history, budget=self.history_tokens, tokenizer=self.tokenizer, summarizer=summarizer
         )
 
     def plan(
@@ -151,15 +192,21 @@ class Assembler:
         chunks: Iterable[Chunk | Mapping[str, Any]],
         *,
         budget: int | None = None,
+        history: Sequence[Mapping[str, str]] | None = None,
+        summarizer: Callable[[list[Message]], str] | None = None,
     ) -> Plan:
         """A dry run: the per-zone budget and what would be dropped or compressed, without rendering.
 
         Example:
             >>> plan = asm.plan("who won?", chunks)
             >>> plan.zones["documents"], plan.fits, [d.reason for d in plan.dropped]
+
+        ``history`` and ``summarizer`` are trimmed as in :meth:`assemble`
+        (``plan.history``).
         """
+        trimmed = self._history(history, summarizer)
         zones = self.zones(query, budget=budget)
-        return self.pipeline.plan(
+        plan = self.pipeline.plan(
             query,
             chunks,
             tokenizer=self.tokenizer,
@@ -167,6 +214,7 @@ class Assembler:
             zones=zones.as_dict(),
             resources=self.resources,
         )
+        return plan if trimmed is None else replace(plan, history=trimmed)
 
     def fits(
         self, query: str, chunks: Iterable[Chunk | Mapping[str, Any]], *, budget: int | None = None
@@ -191,6 +239,7 @@ def assemble(
     tokenizer: str | Tokenizer | None = None,
     format: str | Format | Mapping[str, Any] | None = None,
     order: str | None = None,
+    history: Sequence[Mapping[str, str]] | None = None,
     **options: Any,
 ) -> AssembledContext:
     """Turn ranked chunks into the context an LLM reads, within a token budget.
@@ -207,6 +256,8 @@ def assemble(
         tokenizer: Tokenizer spec; defaults to the model's, else ``cl100k_base``.
         format: Override the preset's format.
         order: Override the preset's order.
+        history: Earlier conversation turns, trimmed to ``history_tokens``
+            (pass it in ``options``); see :meth:`Assembler.assemble`.
         **options: Further :class:`Assembler` options (``output_tokens``,
             ``system``, ``store``, ...).
 
@@ -220,4 +271,4 @@ def assemble(
     assembler = Assembler(
         preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
     )
-    return assembler.assemble(query, chunks)
+    return assembler.assemble(query, chunks, history=history)

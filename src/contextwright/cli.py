@@ -8,6 +8,7 @@ readable message.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 try:
@@ -94,6 +95,7 @@ if typer is not None:
         expand: int | None = None,
         embedder: str | None = None,
         output_tokens: int | None = None,
+        history_tokens: int = 0,
     ) -> Any:
         """An Assembler from command-line options, with the resources they name."""
         from contextwright.assembler import Assembler
@@ -123,6 +125,7 @@ if typer is not None:
             format=format,
             order=order,
             output_tokens=output_tokens,
+            history_tokens=history_tokens,
             **resources,
         )
 
@@ -164,6 +167,17 @@ if typer is not None:
                 help="Print the zone budget and what would be dropped or compressed; render nothing.",
             ),
         ] = False,
+        history: Annotated[
+            Path | None,
+            typer.Option(
+                help="JSON file with the conversation so far ([{role, content}, ...], oldest first), "
+                "trimmed to --history-tokens; the kept turns and the dropped positions are in the "
+                "report (--json, --dry-run).",
+            ),
+        ] = None,
+        history_tokens: Annotated[
+            int, typer.Option(min=0, help="The history zone in tokens (needed with --history).")
+        ] = 0,
     ) -> None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
@@ -172,6 +186,8 @@ if typer is not None:
         from contextwright.io import read_items
 
         out = Console(highlight=False, soft_wrap=True)
+        if history is not None and history_tokens <= 0:
+            fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
         try:
             assembler = build_assembler(
                 preset,
@@ -184,13 +200,15 @@ if typer is not None:
                 expand=expand,
                 embedder=embedder,
                 output_tokens=output_tokens,
+                history_tokens=history_tokens,
             )
+            turns = read_history(history) if history is not None else None
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
                 if dry_run:
-                    print_plan(assembler.plan(q, item.chunks), item.id, q, as_json=as_json)
+                    print_plan(assembler.plan(q, item.chunks, history=turns), item.id, q, as_json=as_json)
                     continue
-                ctx = assembler.assemble(q, item.chunks)
+                ctx = assembler.assemble(q, item.chunks, history=turns)
                 if as_json:
                     data = ctx.to_dict()
                     if item.id:
@@ -202,10 +220,33 @@ if typer is not None:
                     sys.stdout.write(ctx.text + "\n")
                     sys.stdout.flush()
                     err.print(f"[dim]{ctx.report.summary()}[/]")
+                    if ctx.report.history is not None:
+                        err.print(f"[dim]{history_line(ctx.report.history)}[/]")
                 if report:
                     print_report(ctx)
         except ContextwrightError as exc:
             fail(str(exc))
+
+    def read_history(path: Path) -> list[Any]:
+        """The turns of a --history file: a JSON list of {role, content}."""
+        import json
+
+        from contextwright.errors import InputError
+
+        try:
+            turns = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"--history {path}: cannot read a JSON list of turns ({exc}).") from None
+        if not isinstance(turns, list):
+            raise InputError(
+                f"--history {path}: expected a JSON list of {{role, content}} turns, got {type(turns).__name__}."
+            )
+        return turns
+
+    def history_line(h: Any) -> str:
+        dropped = f"dropped turns {', '.join(map(str, h.dropped))}" if h.dropped else "nothing dropped"
+        summary = " · summarized" if h.summary else ""
+        return f"history: {len(h.messages)} messages kept, {dropped} · {h.tokens:,} of {h.budget:,} tokens{summary}"
 
     def print_plan(plan: Any, item_id: str | None, q: str, *, as_json: bool) -> None:
         """A dry run's zones, drops and compressions (JSON, or readable lines on stdout)."""
@@ -233,6 +274,8 @@ if typer is not None:
             out.print(
                 f"  dropped {d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else ""), markup=False
             )
+        if plan.history is not None:
+            out.print(history_line(plan.history), markup=False)
 
     def print_report(ctx: Any) -> None:
         """The per-stage report as a Rich table on stderr."""

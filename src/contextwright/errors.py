@@ -9,6 +9,7 @@ us::
     ├── InputError(ValueError)        a chunk or request is malformed
     ├── ConfigError(ValueError)       a stage, preset, model or option is invalid
     ├── BudgetError(ValueError)       the zone arithmetic leaves no room for documents
+    │   └── HistoryBudgetError        the turns never dropped exceed the history zone
     ├── TokenizerError(RuntimeError)  a tokenizer cannot be loaded (offline, missing file)
     ├── StoreError(RuntimeError)      a chunk store failed or timed out
     ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "HistoryBudgetError",
     "CompressionError",
     "ConfigError",
     "ContextwrightError",
@@ -47,6 +49,10 @@ class ConfigError(ContextwrightError, ValueError):
 
 class BudgetError(ContextwrightError, ValueError):
     """The token budget for documents is zero or negative."""
+
+
+class HistoryBudgetError(BudgetError):
+    """The turns that are never dropped (system messages, the latest user turn) exceed the history zone."""
 
 
 class TokenizerError(ContextwrightError, RuntimeError):

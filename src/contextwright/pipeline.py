@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from contextwright.errors import ConfigError
 from contextwright.render.cite import build_citations
@@ -30,6 +30,9 @@ from contextwright.types import (
     StageResult,
     chunks_from_dicts,
 )
+
+if TYPE_CHECKING:
+    from contextwright.render.history import HistoryResult
 
 __all__ = ["Pipeline", "Plan"]
 
@@ -51,6 +54,7 @@ class Plan:
         chunks: The blocks that would be rendered, in order.
         tokens: Their cost as rendered (frame, headers, bodies), before the final check.
         stages: Every stage's report.
+        history: The conversation history trimmed to its zone, when one was given.
     """
 
     budget: int
@@ -60,6 +64,7 @@ class Plan:
     chunks: tuple[Chunk, ...]
     tokens: int
     stages: tuple[StageReport, ...]
+    history: HistoryResult | None = None
 
     @property
     def dropped(self) -> tuple[Drop, ...]:
@@ -94,6 +99,7 @@ class Plan:
             "chunk_ids": [c.id for c in self.chunks],
             "dropped": [d.to_dict() for d in self.dropped],
             "compressed": [c.to_dict() for c in self.compressed],
+            **({"history": self.history.to_dict()} if self.history is not None else {}),
         }
 
 

@@ -50,6 +50,7 @@ from contextwright.errors import (
     BudgetError,
     ConfigError,
     ContextwrightError,
+    HistoryBudgetError,
     InputError,
     MissingDependencyError,
     StoreError,
@@ -556,6 +557,13 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
     # them exact, and the response encoder can always write them back.
     SafeInt = Annotated[int, Field(ge=-(2**53), le=2**53)]
 
+    class TurnIn(BaseModel):
+        """One conversation turn."""
+
+        model_config = ConfigDict(extra="forbid", strict=True)
+        role: str = Field(max_length=50, description="system, user, assistant, tool, ...")
+        content: str = Field(max_length=max_text)
+
     class ChunkIn(BaseModel):
         """A retrieved chunk. Only ``text`` (or an alias: content, page_content) is required;
         unknown fields are kept as metadata."""
@@ -629,6 +637,13 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
             "default", max_length=max_text, description="System prompt name or text (counted in zones)."
         )
         history_tokens: int = Field(0, ge=0, le=10_000_000)
+        history: list[TurnIn] | None = Field(
+            None,
+            max_length=cfg.max_chunks,
+            description="Earlier conversation turns, oldest first, trimmed to history_tokens (oldest "
+            "first; never a system message or the latest user turn); report.history has the kept "
+            "messages and the dropped positions.",
+        )
         output_tokens: int | None = Field(None, ge=0, le=10_000_000)
         buffer_tokens: int = Field(128, ge=0, le=10_000_000)
         inspect: bool = Field(False, description="Also return the normalized inputs (for the inspector).")
@@ -678,6 +693,19 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         added: list[str]
         notes: list[str]
 
+    class MessageOut(BaseModel):
+        role: str
+        content: str
+
+    class HistoryOut(BaseModel):
+        tokens: int
+        budget: int
+        kept: int
+        dropped: list[int] = Field(description="Positions in the request's history of the dropped turns.")
+        summary: str | None
+        notes: list[str]
+        messages: list[MessageOut] = Field(description="The kept turns, oldest first, to send to the model.")
+
     class ReportOut(BaseModel):
         summary: str
         input_chunks: int
@@ -687,6 +715,7 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
         budget: int
         zones: dict[str, int]
         stages: list[StageReportOut]
+        history: HistoryOut | None = None
 
     class BlockOut(BaseModel):
         index: int
@@ -1009,10 +1038,21 @@ def create_app(config: ServiceConfig | None = None) -> "FastAPI":
             )
         assembler = assemblers.get(options)
         chunks = [c.model_dump(exclude_none=True) for c in req.chunks]
+        history = [t.model_dump() for t in req.history] if req.history is not None else None
+        if history is not None and req.history_tokens <= 0:
+            raise _Failure(
+                422,
+                "missing-history-zone",
+                f"history has {len(history)} turns but history_tokens is 0; pass history_tokens "
+                "(the tokens the history may use), e.g. 1000.",
+                ["body", "history_tokens"],
+            )
         try:
-            ctx = assembler.assemble(req.query, chunks, budget=budget)
+            ctx = assembler.assemble(req.query, chunks, budget=budget, history=history)
         except InputError as exc:
             raise _Failure(422, "invalid-chunk", str(exc), _input_loc(str(exc))) from None
+        except HistoryBudgetError as exc:
+            raise _Failure(400, "no-room-for-history", str(exc), ["body", "history_tokens"]) from None
         except BudgetError as exc:
             raise _Failure(400, "no-room-for-documents", str(exc), ["body", "budget"]) from None
         except (ConfigError, MissingDependencyError) as exc:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from contextwright.errors import InputError
 
 if TYPE_CHECKING:
+    from contextwright.render.history import HistoryResult
     from contextwright.render.messages import Message
 
 __all__ = [
@@ -521,6 +522,8 @@ class Report:
 
     ``input_tokens`` is the token count of the input chunk texts, ``tokens``
     the exact count of the final text and ``budget`` the documents budget.
+    ``history`` is the conversation history trimmed to its zone (what was
+    kept, dropped and summarized) when ``assemble(..., history=...)`` got one.
     """
 
     stages: tuple[StageReport, ...]
@@ -530,6 +533,7 @@ class Report:
     tokens: int
     budget: int
     zones: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    history: HistoryResult | None = None
 
     @property
     def dropped(self) -> tuple[Drop, ...]:
@@ -565,6 +569,7 @@ class Report:
             "budget": self.budget,
             "zones": dict(self.zones),
             "stages": [s.to_dict() for s in self.stages],
+            **({"history": self.history.to_dict()} if self.history is not None else {}),
         }
 
 
@@ -655,8 +660,9 @@ class AssembledContext:
             query: The user's question; defaults to the query assembled for.
             system: A prompt name (``default``, ``strict``, ``soft``), a literal
                 system prompt, or ``None`` for no system message.
-            history: Earlier turns (``{"role", "content"}``), oldest first.
-                Trimmed to ``history_budget``, or else to the assembler's
+            history: Earlier turns (``{"role", "content"}``), oldest first;
+                by default the history passed to ``assemble``, already trimmed
+                (``report.history``). Trimmed to ``history_budget``, or else to the assembler's
                 history zone (``history_tokens``) when it is set: oldest turns
                 first, never a system message or the latest user turn (see
                 :func:`contextwright.render.history.trim_history`, which also
@@ -668,8 +674,11 @@ class AssembledContext:
         """
         from contextwright.render.messages import build_messages
 
-        zone = history_budget if history_budget is not None else int(self.report.zones.get("history", 0))
-        if history and (history_budget is not None or zone > 0):
+        if not history and self.report.history is not None:
+            # the history passed to assemble(), trimmed there
+            history = [{"role": m["role"], "content": m["content"]} for m in self.report.history.messages]
+        elif history and (history_budget is not None or int(self.report.zones.get("history", 0)) > 0):
+            zone = history_budget if history_budget is not None else int(self.report.zones["history"])
             from contextwright.render.history import trim_history
             from contextwright.tokens import get_tokenizer
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler, get_tokenizer
-from contextwright.errors import BudgetError, InputError
+from contextwright.errors import BudgetError, ConfigError, HistoryBudgetError, InputError
 from contextwright.render.history import SUMMARY_PREFIX, trim_history
 
 TOK = get_tokenizer("cl100k_base")
@@ -98,3 +98,48 @@ def test_messages_trim_history_to_the_assemblers_history_zone() -> None:
     untrimmed = Assembler("qa", budget=200).assemble("q?", [{"text": "Some text.", "score": 1}])
     assert len(untrimmed.messages(history=HISTORY)) == len(HISTORY) + 2  # no zone: history untouched
     assert len(untrimmed.messages(history=HISTORY, history_budget=zone)) == len(HISTORY)
+
+
+def test_assemble_trims_history_and_the_report_shows_what_was_dropped() -> None:
+    zone = cost(HISTORY) - 50
+    asm = Assembler("qa", budget=200, history_tokens=zone)
+    ctx = asm.assemble("q?", [{"text": "Some text.", "score": 1}], history=HISTORY)
+    trimmed = ctx.report.history
+    assert trimmed is not None and trimmed.dropped == (1, 2) and trimmed.tokens <= zone
+    as_dict = ctx.report.to_dict()["history"]
+    assert as_dict["dropped"] == [1, 2] and as_dict["kept"] == len(HISTORY) - 2
+    assert [m["content"] for m in as_dict["messages"]] == [t["content"] for t in HISTORY[:1] + HISTORY[3:]]
+    # messages() sends the kept turns by default, then the context and the question
+    messages = ctx.messages()
+    assert [m["content"] for m in messages[1:-1]] == [m["content"] for m in trimmed.messages]
+    assert messages[-1]["content"].endswith("Question: q?")
+    # the dry run trims the same way
+    assert asm.plan("q?", [{"text": "Some text.", "score": 1}], history=HISTORY).history == trimmed
+    # without history, the report has no history entry
+    assert "history" not in asm.assemble("q?", [{"text": "Some text."}]).report.to_dict()
+
+
+def test_assemble_summarizes_dropped_turns_inside_the_zone() -> None:
+    zone = cost(HISTORY) - 50
+    seen: list[list[str]] = []
+
+    def summarize(turns: list[Any]) -> str:
+        seen.append([t["content"].split()[0] for t in turns])
+        return "they talked about words"
+
+    asm = Assembler("qa", budget=200, history_tokens=zone)
+    ctx = asm.assemble("q?", [{"text": "Some text."}], history=HISTORY, summarizer=summarize)
+    trimmed = ctx.report.history
+    assert trimmed is not None and trimmed.summary == "they talked about words"
+    assert seen[-1][:2] == ["U1", "A1"] and trimmed.tokens <= zone
+    assert trimmed.tokens == cost(trimmed.messages)
+    assert any(m["content"].startswith(SUMMARY_PREFIX) for m in ctx.messages())
+
+
+def test_assemble_with_history_but_no_zone_says_how_to_fix_it() -> None:
+    with pytest.raises(ConfigError, match=r"history_tokens=0.*history_tokens=N"):
+        Assembler("qa", budget=200).assemble("q?", [{"text": "x"}], history=HISTORY)
+    with pytest.raises(InputError, match="history must be a list"):
+        Assembler("qa", budget=200, history_tokens=100).assemble("q?", [], history="hello")  # type: ignore[arg-type]
+    with pytest.raises(HistoryBudgetError, match="never dropped"):
+        Assembler("qa", budget=200, history_tokens=20).assemble("q?", [{"text": "x"}], history=HISTORY)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextwright.errors import BudgetError, ConfigError, InputError
+from contextwright.errors import ConfigError, HistoryBudgetError, InputError
 from contextwright.render.messages import Message
 
 __all__ = ["SUMMARY_PREFIX", "HistoryResult", "trim_history"]
@@ -66,6 +66,7 @@ class HistoryResult:
             "dropped": list(self.dropped),
             "summary": self.summary,
             "notes": list(self.notes),
+            "messages": [dict(m) for m in self.messages],
         }
 
 
@@ -91,8 +92,8 @@ def trim_history(
     Raises:
         InputError: for a turn without string ``role`` and ``content``.
         ConfigError: for a negative budget or ``per_message``.
-        BudgetError: when the system messages and the latest user turn alone
-            exceed the budget (they are never dropped).
+        HistoryBudgetError: (a ``BudgetError``) when the system messages and the
+            latest user turn alone exceed the budget (they are never dropped).
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ConfigError(f"history budget must be a non-negative integer; got {budget!r}.")
@@ -111,7 +112,7 @@ def trim_history(
     )
     floor = sum(costs[i] for i in protected)
     if floor > budget:
-        raise BudgetError(
+        raise HistoryBudgetError(
             f"the system messages and the latest user turn of the history need {floor} tokens, more than the "
             f"history zone of {budget}; they are never dropped. Raise history_tokens, or shorten them."
         )
