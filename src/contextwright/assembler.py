@@ -148,11 +148,24 @@ class Assembler:
 
         Raises:
             ConfigError: ``history`` given but the assembler has no history zone.
-            BudgetError: the system messages and latest user turn alone exceed it.
+            HistoryBudgetError: the system messages and latest user turn alone exceed it.
         """
         trimmed = self._history(history, summarizer)
+        ctx: AssembledContext = self._through(self.pipeline.run, query, chunks, budget)
+        if trimmed is None:
+            return ctx
+        return replace(ctx, report=replace(ctx.report, history=trimmed))
+
+    def _through(
+        self,
+        step: Callable[..., Any],
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        budget: int | None,
+    ) -> Any:
+        """``step`` (``pipeline.run`` or ``pipeline.plan``) with this assembler's zones and resources."""
         zones = self.zones(query, budget=budget)
-        ctx = self.pipeline.run(
+        return step(
             query,
             chunks,
             tokenizer=self.tokenizer,
@@ -160,9 +173,6 @@ class Assembler:
             zones=zones.as_dict(),
             resources=self.resources,
         )
-        if trimmed is None:
-            return ctx
-        return replace(ctx, report=replace(ctx.report, history=trimmed))
 
     def _history(
         self,
@@ -205,15 +215,7 @@ class Assembler:
         (``plan.history``).
         """
         trimmed = self._history(history, summarizer)
-        zones = self.zones(query, budget=budget)
-        plan = self.pipeline.plan(
-            query,
-            chunks,
-            tokenizer=self.tokenizer,
-            budget=zones.documents,
-            zones=zones.as_dict(),
-            resources=self.resources,
-        )
+        plan: Plan = self._through(self.pipeline.plan, query, chunks, budget)
         return plan if trimmed is None else replace(plan, history=trimmed)
 
     def fits(

@@ -408,8 +408,6 @@ if typer is not None:
         store: StoreOpt = None,
     ) -> None:
         """Write a self-contained HTML page showing how one context was assembled."""
-        from pathlib import Path
-
         from contextwright.errors import ContextwrightError
         from contextwright.inspector import inspection, render_page
         from contextwright.io import read_items

@@ -146,8 +146,20 @@ def _texts_ids(chunks: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str
     return texts, ids
 
 
+class _NeedsNothing:
+    """The resource checks of a baseline that uses none (no store, no embedder)."""
+
+    __slots__ = ()
+
+    def missing(self, resources: Mapping[str, Any]) -> str | None:
+        return None
+
+    def degraded(self, resources: Mapping[str, Any]) -> str | None:
+        return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NaiveStrategy:
+class NaiveStrategy(_NeedsNothing):
     """Retrieval order, texts joined with ``separator``, cut at the budget by tokens.
 
     The cut falls wherever the budget ends, also in the middle of a word or an
@@ -163,12 +175,6 @@ class NaiveStrategy:
 
     name: str = "naive"
     separator: str = "\n\n"
-
-    def missing(self, resources: Mapping[str, Any]) -> str | None:
-        return None
-
-    def degraded(self, resources: Mapping[str, Any]) -> str | None:
-        return None
 
     def describe(self) -> dict[str, Any]:
         return {"type": "naive", "separator": self.separator}
@@ -200,7 +206,7 @@ class NaiveStrategy:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GreedyStrategy:
+class GreedyStrategy(_NeedsNothing):
     """Whole chunks by score, skipping those that no longer fit, joined in retrieval order.
 
     Every candidate is checked by counting the joined text it would give, so
@@ -216,12 +222,6 @@ class GreedyStrategy:
 
     name: str = "greedy"
     separator: str = "\n\n"
-
-    def missing(self, resources: Mapping[str, Any]) -> str | None:
-        return None
-
-    def degraded(self, resources: Mapping[str, Any]) -> str | None:
-        return None
 
     def describe(self) -> dict[str, Any]:
         return {"type": "greedy", "separator": self.separator}

@@ -9,7 +9,7 @@ checks the final string exactly (invariant 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from contextwright.errors import ConfigError
@@ -148,8 +148,7 @@ class TokenBudget:
         lo, hi, best = 0, len(ends) - 1, None
         while lo <= hi:  # the largest prefix that fits; costs grow with length
             mid = (lo + hi) // 2
-            cut = text[: ends[mid]]
-            cand = c.with_ops("truncated", text=cut, spans=compose(c, [(lead, lead + len(cut))]))
+            cand = c.with_ops("truncated", text=text[: ends[mid]])
             cost = meter.tokens(cand)
             if cost + overhead <= room:
                 best, lo = (cand, cost), mid + 1
@@ -157,7 +156,8 @@ class TokenBudget:
                 hi = mid - 1
         if best is None or best[1] < self.min_truncated_tokens:
             return None
-        return best[0]
+        kept = best[0]
+        return replace(kept, spans=compose(c, [(lead, lead + len(kept.text))]))
 
     def _blocks(self, chunks: Sequence[Chunk], meter: Meter, room: int, n: int) -> StageResult:
         groups: dict[str, list[Chunk]] = {}
