@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import sqlite3
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -230,28 +232,52 @@ def test_sqlite_fetch_over_its_timeout_is_interrupted(corpus_path: Path) -> None
         assert len(store.fetch({"wiki:List of Nobel laureates in Physics": [(0, 0)]})) == 1
 
 
-def test_sqlite_fetch_waiting_behind_a_long_load_times_out(tmp_path: Path) -> None:
+def test_sqlite_fetch_during_a_long_load_reads_the_committed_state_without_waiting(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "busy.db")
+    store.load([{"doc_id": "d", "index": 0, "text": "first"}])
     release = threading.Event()
     started = threading.Event()
 
     def slow_chunks() -> Iterator[dict[str, Any]]:
-        yield {"doc_id": "d", "index": 0, "text": "first"}
+        yield {"doc_id": "d", "index": 1, "text": "second"}
         started.set()
         release.wait(10)
-        yield {"doc_id": "d", "index": 1, "text": "second"}
+        yield {"doc_id": "d", "index": 2, "text": "third"}
 
     loader = threading.Thread(target=store.load, args=(slow_chunks(),))
     loader.start()
     try:
         assert started.wait(10)
-        with pytest.raises(StoreError, match=r"timed out after 0.1 s waiting for its connection"):
-            store.fetch({"d": [(0, 1)]}, timeout_s=0.1)
+        # WAL and a read-only connection per thread: the reader neither waits for the writer
+        # nor sees its uncommitted rows.
+        start = time.perf_counter()
+        assert [c.text for c in store.fetch({"d": [(0, 2)]}, timeout_s=0.5)] == ["first"]
+        assert time.perf_counter() - start < 0.4
     finally:
         release.set()
         loader.join()
-    assert [c.text for c in store.fetch({"d": [(0, 1)]})] == ["first", "second"]
+    assert [c.text for c in store.fetch({"d": [(0, 2)]})] == ["first", "second", "third"]
     store.close()
+
+
+def test_sqlite_serves_concurrent_fetches_on_a_connection_per_thread(
+    corpus_path: Path, tmp_path: Path
+) -> None:
+    import concurrent.futures
+
+    with SQLiteStore(tmp_path / "nq.db") as store:
+        store.load_jsonl(corpus_path)
+        ranges = {c.doc_id: [(0, 3)] for c in list(read_jsonl(corpus_path))[:200] if c.doc_id}
+        expected = store.fetch(ranges)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            done = list(pool.map(lambda _: (threading.get_ident(), store.fetch(ranges)), range(16)))
+        threads = {ident for ident, _ in done}
+        assert all(r == expected for _, r in done)
+        # One read-only connection per thread that fetched (plus this one), none shared.
+        assert 2 <= len(store._readers) <= len(threads) + 1
+        ro = store._readers[0]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            ro.execute("DELETE FROM chunks")
 
 
 def test_a_closed_sqlite_store_raises_store_error() -> None:

@@ -20,6 +20,7 @@ from contextwright.errors import (
     StoreError,
 )
 from contextwright.service.assemblers import Assemblers
+from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
 from contextwright.service.problems import Failure, Loc, input_loc, responses
 from contextwright.service.runner import Runner
@@ -172,6 +173,7 @@ def add_routes(
     assemblers: Assemblers,
     metrics: Metrics,
     runner: Runner,
+    lifecycle: Lifecycle,
 ) -> None:
     """Register the endpoints on ``app``."""
     from contextwright.config import list_presets
@@ -199,9 +201,22 @@ def add_routes(
     async def resolve_endpoint(req: ResolveRequest) -> Any:  # type: ignore[valid-type]
         return Response(resolve(req), media_type="application/json")
 
-    @app.get("/healthz", response_model=Health, summary="Liveness")
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "Draining after SIGTERM."}},
+        summary="Liveness (and readiness: 503 while draining)",
+    )
     async def healthz() -> Any:
-        return {"status": "ok", "version": contextwright.__version__, "assemblers": len(assemblers)}
+        body = {
+            "status": "draining" if lifecycle.draining else "ok",
+            "version": contextwright.__version__,
+            "assemblers": len(assemblers),
+            "in_flight": lifecycle.in_flight,
+        }
+        return Response(
+            dumps(body), status_code=503 if lifecycle.draining else 200, media_type="application/json"
+        )
 
     @app.get(
         "/metrics",
