@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import sqlite3
 import sys
@@ -386,3 +387,68 @@ def test_store_loads_accept_chunk_objects_and_dicts_alike() -> None:
     store = InMemoryStore()
     store.load([Chunk("obj", doc_id="d", index=0), {"text": "dict", "doc_id": "d", "index": 1}])
     assert [c.text for c in store.fetch({"d": [(0, 1)]})] == ["obj", "dict"]
+
+
+# -- faults: a PostgreSQL that goes away and comes back -----------------------------
+
+
+def test_circuit_breaker_opens_after_consecutive_failures_and_probes_for_recovery() -> None:
+    from contextwright.stores import CircuitBreaker
+
+    breaker = CircuitBreaker(failures=2, reset_s=0.2)
+    calls = []
+
+    def failing() -> None:
+        calls.append(1)
+        raise StoreError("down")
+
+    for _ in range(2):
+        with pytest.raises(StoreError, match="down"):
+            breaker.call(failing, what="fetch")
+    assert breaker.state == "open"
+    with pytest.raises(StoreError, match=r"fetch skipped: the store failed 2 times in a row.*circuit open"):
+        breaker.call(failing, what="fetch")
+    assert len(calls) == 2  # failed fast, without calling
+    time.sleep(0.25)
+    with pytest.raises(StoreError, match="down"):
+        breaker.call(failing, what="fetch")  # the probe fails: open again for reset_s
+    assert len(calls) == 3 and breaker.state == "open"
+    time.sleep(0.25)
+    assert breaker.call(lambda: "up", what="fetch") == "up"
+    assert breaker.state == "closed"
+    with pytest.raises(ConfigError, match="failures must be a positive integer"):
+        CircuitBreaker(failures=0)
+
+
+def test_postgres_store_fails_fast_while_down_and_reconnects_after_a_restart(pg_proxy: Any) -> None:
+    proxy, dsn = pg_proxy
+    table = "faults_" + uuid.uuid4().hex[:8]
+    store = PostgresStore(dsn, table=table, timeout_s=1.0, min_size=2, max_size=4, breaker_reset_s=0.5)
+    try:
+        store.load(_doc("d", 5))
+        assert [c.index for c in store.fetch({"d": [(1, 2)]})] == [1, 2]
+        proxy.stop()  # the server goes away: open connections are cut, new ones refused
+        for _ in range(3):  # breaker_failures
+            with pytest.raises(StoreError, match="PostgreSQL store"):
+                store.fetch({"d": [(1, 2)]})
+        start = time.perf_counter()
+        with pytest.raises(StoreError, match="circuit open"):
+            store.fetch({"d": [(1, 2)]})
+        assert time.perf_counter() - start < 0.05  # no wait for a connection
+        proxy.start()  # the server is back
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                got = store.fetch({"d": [(1, 2)]})
+                break
+            except StoreError:
+                assert time.monotonic() < deadline, "the store did not recover within 15 s"
+                time.sleep(0.1)
+        assert [c.index for c in got] == [1, 2] and store.breaker.state == "closed"
+        # Every pooled connection works again (each is checked when taken).
+        with ThreadPoolExecutor(4) as pool:
+            assert all(len(r) == 2 for r in pool.map(lambda _: store.fetch({"d": [(1, 2)]}), range(12)))
+    finally:
+        with contextlib.suppress(StoreError):
+            store.drop_table()
+        store.close()

@@ -195,6 +195,14 @@ def add_handlers(app: FastAPI) -> None:
             return problem_response(
                 problem_body(413, "body-too-large", body_too_large(exc.limit), loc=["body"])
             )
+        if isinstance(exc, BodyTimeout):
+            detail = (
+                f"the request body did not arrive within {exc.timeout_s:g} s (body_timeout_s); "
+                "send it at once."
+            )
+            return problem_response(
+                problem_body(408, "body-timeout", detail, loc=["body"]), headers={"connection": "close"}
+            )
         code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
         if exc.status_code == 400 and request.method == "POST":

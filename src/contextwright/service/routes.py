@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 import contextwright
 from contextwright.errors import (
+    AssemblyCancelled,
     BudgetError,
     ConfigError,
     ContextwrightError,
@@ -112,6 +113,8 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
         raise Failure(422, "invalid-option", str(exc), where) from None
     except StoreError as exc:
         raise Failure(503, "store-unavailable", str(exc)) from None
+    except AssemblyCancelled:
+        raise  # its request has had its 504 already; the runner counts it
     except ContextwrightError as exc:
         raise Failure(422, "assembly-failed", str(exc)) from None
     metrics.observe_context(ctx)
