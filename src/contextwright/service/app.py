@@ -38,8 +38,10 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     from contextwright.service.lifecycle import Lifecycle
     from contextwright.service.metrics import Metrics
     from contextwright.service.runner import Runner
+    from contextwright.service.security import ApiKeys
 
     cfg = config if config is not None else ServiceConfig.load()
+    keys = ApiKeys.from_file(cfg.api_keys_file) if cfg.api_keys_file else None
     assemblers = Assemblers(cfg, open_resources(cfg))
     models = schemas.request_models(cfg)
     metrics = Metrics()
@@ -60,7 +62,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.config, app.state.assemblers, app.state.registry = cfg, assemblers, metrics.registry
-    middleware.add_middleware(app, cfg, metrics, lifecycle)
+    middleware.add_middleware(app, cfg, metrics, lifecycle, keys)
     problems.add_handlers(app)
     routes.build_default_assembler(cfg, models, assemblers)
     routes.add_routes(app, cfg, models, assemblers, metrics, runner, lifecycle)

@@ -296,7 +296,9 @@ class RateLimit:
         await self.app(scope, receive, send)
 
 
-def add_middleware(app: FastAPI, cfg: ServiceConfig, metrics: Metrics, lifecycle: Lifecycle) -> None:
+def add_middleware(
+    app: FastAPI, cfg: ServiceConfig, metrics: Metrics, lifecycle: Lifecycle, keys: ApiKeys | None
+) -> None:
     """Install the middleware. Starlette applies the last added outermost, so they are added
     innermost first: metrics and request ids then see every answer, 401s and 413s included."""
     probes = frozenset({"/healthz", "/metrics"})
@@ -305,11 +307,11 @@ def add_middleware(app: FastAPI, cfg: ServiceConfig, metrics: Metrics, lifecycle
         app.add_middleware(
             RateLimit, limiter=RateLimiter(cfg.rate_limit_per_s, cfg.rate_limit_burst), exempt=probes
         )
-    if cfg.api_keys_file:
+    if keys is not None:
         open_paths = frozenset(
             p for p, is_open in (("/healthz", cfg.open_healthz), ("/metrics", cfg.open_metrics)) if is_open
         )
-        app.add_middleware(Auth, keys=ApiKeys.from_file(cfg.api_keys_file), open_paths=open_paths)
+        app.add_middleware(Auth, keys=keys, open_paths=open_paths)
     app.add_middleware(Admission, lifecycle=lifecycle, exempt=probes)
     if cfg.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
