@@ -209,6 +209,7 @@ class Soak:
     results: list[Result] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
     t0: float = 0.0
+    t0_wall: float = 0.0
     llm: subprocess.Popen[bytes] | None = None
     slow: list[tuple[float, int, float]] = field(default_factory=list)  # (start, status, seconds)
     dropped: int = 0
@@ -221,7 +222,7 @@ class Soak:
 
         limits = httpx.Limits(max_connections=128, max_keepalive_connections=128)
         async with httpx.AsyncClient(base_url=self.url, limits=limits, timeout=30) as client:
-            self.t0 = time.monotonic()
+            self.t0, self.t0_wall = time.monotonic(), time.time()
             tasks = [
                 asyncio.create_task(self._load(client)),
                 asyncio.create_task(self._bursts(client)),
@@ -369,8 +370,25 @@ def phase_of(t: float, windows: list[Window]) -> str:
     return "baseline"
 
 
-def report(soak: Soak, rss: dict[int, tuple[float, float]], args: argparse.Namespace) -> dict[str, Any]:
+def server_side(log: Path, soak: Soak) -> dict[str, list[float]]:
+    """Server-side latencies (the access log's ``ms``) of 200s on /v1/assemble, by phase."""
+    out: dict[str, list[float]] = {}
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        with contextlib.suppress(ValueError, KeyError):
+            row = json.loads(line)
+            t = row["ts"] - soak.t0_wall
+            if row["path"] == "/v1/assemble" and row["status"] == 200 and 0 <= t <= soak.duration:
+                out.setdefault(phase_of(t, soak.windows), []).append(row["ms"])
+    return out
+
+
+def report(
+    soak: Soak, rss: dict[int, tuple[float, float]], args: argparse.Namespace, log: Path
+) -> dict[str, Any]:
     results = soak.results
+    served = server_side(log, soak)
     by_status: dict[int, int] = {}
     for r in results:
         by_status[r.status] = by_status.get(r.status, 0) + 1
@@ -414,6 +432,8 @@ def report(soak: Soak, rss: dict[int, tuple[float, float]], args: argparse.Names
             "valid_200": len(valid),
             "p50_ms": round(pct(valid, 50), 1),
             "p99_ms": round(pct(valid, 99), 1),
+            "server_p50_ms": round(pct(served.get(name, []), 50), 1),
+            "server_p99_ms": round(pct(served.get(name, []), 99), 1),
             "5xx": sum(1 for r in rs if r.status >= 500),
         }
     for w in soak.windows:
@@ -448,12 +468,15 @@ def print_report(out: dict[str, Any]) -> None:
     for kind, counts in out["by_kind"].items():
         print(f"  {kind:<10}", ", ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
     print(
-        f"\n{'phase':<12} {'requests':>9} {'req/s':>7} {'valid 200':>10} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>5}"
+        f"\n{'phase':<16} {'requests':>9} {'req/s':>7} {'valid 200':>10} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'server p50':>11} {'server p99':>11} {'5xx':>5}"
     )
     for name, p in out["phases"].items():
         print(
-            f"{name:<12} {p['requests']:>9} {p['req_per_s']:>7} {p['valid_200']:>10} {p['p50_ms']:>8} {p['p99_ms']:>8} {p['5xx']:>5}"
+            f"{name:<16} {p['requests']:>9} {p['req_per_s']:>7} {p['valid_200']:>10} {p['p50_ms']:>8} "
+            f"{p['p99_ms']:>8} {p['server_p50_ms']:>11} {p['server_p99_ms']:>11} {p['5xx']:>5}"
         )
+    print("(p50/p99: the client's, queueing included; server: the access log's time in the server)")
     print(
         f"\n{'fault':<10} {'window s':>13} {'sent':>6} {'answered':>9} {'200':>6} {'5xx':>4} {'p50':>7} {'p99':>7} {'recovery s':>11}"
     )
@@ -472,8 +495,10 @@ def print_report(out: dict[str, Any]) -> None:
 async def warm_up(url: str, bodies: list[bytes]) -> None:
     import httpx
 
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        for start in range(0, 2 * len(bodies), 8):
+    # No keep-alive: each request is a new connection, so both workers accept their share.
+    limits = httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        for start in range(0, 3 * len(bodies), 8):
             await asyncio.gather(
                 *(
                     client.post(
@@ -613,7 +638,7 @@ def main() -> None:
         asyncio.run(soak.run())
         rss = {pid: (rss_start[pid], rss_mb(pid)) for pid in pids if Path(f"/proc/{pid}").exists()}
         llm = soak.llm or llm
-        out = report(soak, rss, args)
+        out = report(soak, rss, args, tmp / "server.log")
         print_report(out)
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=2))
