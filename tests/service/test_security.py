@@ -94,3 +94,19 @@ def test_production_settings_from_toml_and_environment(tmp_path: Path) -> None:
         ServiceConfig(rate_limit_per_s=-1)
     with pytest.raises(ConfigError, match="'body_timeout_s' must be a positive number of seconds"):
         ServiceConfig.load(env={"CONTEXTWRIGHT_BODY_TIMEOUT_S": "0"})
+
+
+def test_healthz_and_metrics_can_be_protected_or_open(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from contextwright.service import create_app
+
+    keys = tmp_path / "keys.txt"
+    keys.write_text(f"ops {KEY}\n")
+    cfg = ServiceConfig(budget=100, api_keys_file=str(keys), open_healthz=False, open_metrics=True)
+    with TestClient(create_app(cfg)) as c:
+        assert c.get("/healthz").status_code == 401
+        assert c.get("/healthz", headers={"authorization": f"Bearer {KEY}"}).json()["status"] == "ok"
+        assert c.get("/metrics").status_code == 200
+        schema = c.get("/openapi.json", headers={"authorization": f"Bearer {KEY}"}).json()
+    assert "401" in schema["paths"]["/v1/assemble"]["post"]["responses"]
