@@ -23,13 +23,14 @@ import pytest
 pytest.importorskip("httpx")
 
 from contextwright import Assembler, Pipeline, get_tokenizer
-from contextwright.errors import CompressionError, ConfigError
-from contextwright.llm import ChatClient, LLMCompress, verify_extract
+from contextwright.errors import ConfigError, LLMError
+from contextwright.llm import ChatClient
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.spans import compose
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.budget import TokenBudget
+from contextwright.stages.compress import LLMCompress, verify_extract
 from contextwright.types import Chunk
 
 # A reply: (status, body) where body is a dict (sent as JSON) or raw str; optional delay in seconds.
@@ -145,7 +146,7 @@ def test_client_gives_up_on_repeated_500_with_the_status_in_the_error(serve: Any
     server = serve(lambda body, attempt: (500, {"error": "boom"}))
     with (
         ChatClient(server.base_url, model="m", retries=2, backoff_s=0.01) as client,
-        pytest.raises(CompressionError, match=r"after 3 attempt\(s\): HTTP 500"),
+        pytest.raises(LLMError, match=r"after 3 attempt\(s\): HTTP 500"),
     ):
         client.complete([{"role": "user", "content": "x"}])
     assert len(server.requests) == 3
@@ -155,7 +156,7 @@ def test_client_does_not_retry_a_400(serve: Any) -> None:
     server = serve(lambda body, attempt: (400, {"error": "bad request"}))
     with (
         ChatClient(server.base_url, model="m", retries=3, backoff_s=0.01) as client,
-        pytest.raises(CompressionError, match="HTTP 400"),
+        pytest.raises(LLMError, match="HTTP 400"),
     ):
         client.complete([{"role": "user", "content": "x"}])
     assert len(server.requests) == 1
@@ -169,7 +170,7 @@ def test_client_times_out_and_retries(serve: Any) -> None:
         assert client.complete([{"role": "user", "content": "x"}]) == "on time"
     with (
         ChatClient(server.base_url, model="m", timeout_s=0.2, retries=0) as client,
-        pytest.raises(CompressionError, match=r"timed out after 0\.2 s"),
+        pytest.raises(LLMError, match=r"timed out after 0\.2 s"),
     ):
         client.complete([{"role": "user", "content": "always slow"}])
 
@@ -186,7 +187,7 @@ def test_client_rejects_malformed_replies(serve: Any, body: Any, message: str) -
     server = serve(lambda b, attempt: (200, body))
     with (
         ChatClient(server.base_url, model="m", retries=0) as client,
-        pytest.raises(CompressionError, match=message),
+        pytest.raises(LLMError, match=message),
     ):
         client.complete([{"role": "user", "content": "x"}])
 
