@@ -52,6 +52,8 @@ class StrategyOutput:
         text: The full context string the model would read.
         blocks: The texts of its blocks, in order (headers not included).
         member_ids: For each block, the input chunk ids it stands for.
+        context: The :class:`~contextwright.types.AssembledContext` of a pipeline
+            strategy (its ``messages()`` and citations), ``None`` for a baseline.
 
     Example:
         >>> StrategyOutput(text="A\n\nB", blocks=("A", "B"), member_ids=(("c1",), ("c2", "c3")))
@@ -60,6 +62,7 @@ class StrategyOutput:
     text: str
     blocks: tuple[str, ...]
     member_ids: tuple[tuple[str, ...], ...]
+    context: Any = None
 
 
 @runtime_checkable
@@ -330,6 +333,7 @@ class PipelineStrategy:
             text=ctx.text,
             blocks=tuple(c.text for c in ctx.chunks),
             member_ids=tuple(c.member_ids for c in ctx.chunks),
+            context=ctx,
         )
 
 
