@@ -301,3 +301,40 @@ def test_position_sweep_moves_only_the_answer_chunk_and_writes_a_prior(
     assert prior.accuracy(0.0) == 100.0 and prior.accuracy(1.0) == 0.0 and prior.closed_book == 0.0
     with pytest.raises(ConfigError, match="positions must be an integer >= 2"):
         position_sweep(_queries(), reader=reader, k=1)
+
+
+# -- a real model: SmolLM2-135M-Instruct on llama.cpp (the session fixture in conftest.py) ----------
+
+
+def test_reader_eval_with_a_real_model(llama_server: Any, tmp_path: Path) -> None:
+    long_text = " ".join(f"Sentence {i} of a very long page about nothing in particular." for i in range(400))
+    queries = [
+        *_queries()[:2],
+        query_from_dict(
+            {
+                "id": "q-long",
+                "question": "What is this page about?",
+                "answers": ["zebra"],  # not answerable: no oracle request
+                "chunks": [{"id": "l", "text": long_text, "score": 1.0}],
+            }
+        ),
+    ]
+    cache = tmp_path / "reader.sqlite"
+    with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=16) as reader:
+        result = evaluate_reader(queries, ["naive"], [200, 3000], reader=reader)
+    answers = {(a.query_id, a.strategy, a.budget): a for a in result.answers}
+    # the context over the model's window (2,048 tokens) is a recorded failure, not a wrong answer
+    over = answers[("q-long", "naive", 3000)]
+    assert not over.ok and over.error and "context" in over.error.lower() and "2048" in over.error
+    assert result.summary("naive", 3000).failed == 1
+    # everything else was read and answered by the real model through its chat template
+    ok = [a for a in result.answers if a != over]
+    assert all(a.ok and a.answer.strip() and a.prompt_tokens for a in ok), [a.error for a in ok if not a.ok]
+    # with the answer-bearing sentence alone in its context, even a 135M model names Paris
+    assert answers[("q2", "oracle", 0)].correct
+    assert result.summary("oracle").accuracy is not None
+    requests = result.meta["requests"]
+    with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=16) as reader:
+        again = evaluate_reader(queries, ["naive"], [200, 3000], reader=reader)
+    assert again.meta["cached"] == requests - 1  # all but the failure, which is asked again
+    assert [a.answer for a in again.answers] == [a.answer for a in result.answers]

@@ -682,6 +682,8 @@ class LLMCompress:
         retries: Retries on 429/5xx/timeouts.
         max_sentences: The most sentences to ask for per chunk.
         whole_share: Share of the budget kept for whole top chunks.
+        max_tokens: The most tokens per reply (``None``: the endpoint's default); a
+            reply cut short still has to be copied from the chunk to be used.
 
     Example:
         >>> LLMCompress(base_url="http://127.0.0.1:11434/v1", model="llama3.1", api_key_env="")
@@ -698,6 +700,7 @@ class LLMCompress:
     retries: int = 2
     max_sentences: int | None = 2
     whole_share: float = 0.9
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not isinstance(self.model, str):
@@ -724,6 +727,10 @@ class LLMCompress:
                 f"got {self.api_key_env!r}. Example: api_key_env='OPENAI_API_KEY'."
             )
         check_plan_settings(self.max_sentences, self.whole_share)
+        if self.max_tokens is not None and (
+            isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1
+        ):
+            raise ConfigError(f"max_tokens must be a positive integer or None; got {self.max_tokens!r}.")
 
     def client(self) -> ChatClient:
         """A client built from the settings (the key read from ``api_key_env`` now)."""
@@ -766,7 +773,8 @@ class LLMCompress:
         client = self.client() if llm is None else llm
         try:
             replies = client.complete_many(
-                [extractive_prompt(query, c.text, max_sentences=self.max_sentences) for c in targets]
+                [extractive_prompt(query, c.text, max_sentences=self.max_sentences) for c in targets],
+                max_tokens=self.max_tokens,
             )
         finally:
             if own:
