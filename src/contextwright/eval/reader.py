@@ -754,10 +754,13 @@ def evaluate_reader(
     res = dict(resources or {})
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
     system = _system(reader)
+    skipped = {s.name: reason for s in built if (reason := s.missing(res))}
+    for name, reason in skipped.items():
+        logger.warning("strategy skipped by the reader", extra={"strategy": name, "reason": reason})
     requests: list[_Request] = []
     for query in queries:
         for strategy in built:
-            if strategy.missing(res):
+            if strategy.name in skipped:
                 continue
             for budget in dict.fromkeys(budgets):
                 requests.append(
@@ -802,6 +805,7 @@ def evaluate_reader(
             "failed": len(failures),
             "queries": len(queries),
             "tokenizer": tok.name,
+            "skipped": skipped,
         },
     )
 
