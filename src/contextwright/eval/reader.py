@@ -350,6 +350,7 @@ class ReaderAnswer:
         cached: The reply came from the cache.
         finish_reason: As the endpoint reported (``length``: cut at ``max_tokens``).
         error: Why there is no reply.
+        numbered: The context numbered its blocks, so a citation could be scored.
     """
 
     query_id: str
@@ -368,6 +369,7 @@ class ReaderAnswer:
     cached: bool = False
     finish_reason: str | None = None
     error: str | None = None
+    numbered: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -423,7 +425,8 @@ class ReaderSummary:
         delta_high: Upper end.
         p_value: McNemar's exact two-sided p-value against naive.
         paired: Queries in the paired comparison.
-        cite_share: Replies that cite at least one ``[n]`` / answered (numbered contexts only).
+        cite_share: Replies that cite at least one ``[n]`` / answered, over numbered contexts
+            (``None`` for a strategy whose context has no numbers).
         cite_precision: Cited numbers whose block holds a gold answer / cited numbers.
         tokens_mean: Mean tokens sent (messages' contents, evaluation tokenizer).
         prompt_tokens_mean: Mean prompt tokens the endpoint counted (``None`` when unreported).
@@ -650,6 +653,7 @@ def _answer(
         latency_ms=reply.latency_ms,
         cached=cached,
         finish_reason=reply.finish_reason,
+        numbered=req.numbered,
     )
 
 
@@ -685,7 +689,7 @@ def summarize_reader(answers: Sequence[ReaderAnswer], *, baseline: str = "naive"
                 b = sum(1 for x, y in pairs if x and not y)
                 c = sum(1 for x, y in pairs if y and not x)
                 p = mcnemar_exact(b, c)
-        numbered = [a for a in ok if a.cited or a.cites]
+        numbered = [a for a in ok if a.numbered]
         cited = sum(a.cited for a in ok)
         latencies = [a.latency_ms for a in ok if a.latency_ms is not None]
         prompt = [a.prompt_tokens for a in ok if a.prompt_tokens is not None]
@@ -706,7 +710,7 @@ def summarize_reader(answers: Sequence[ReaderAnswer], *, baseline: str = "naive"
                 delta_high=high,
                 p_value=p,
                 paired=paired,
-                cite_share=_share(len(numbered), len(ok)),
+                cite_share=_share(sum(a.cites for a in numbered), len(numbered)),
                 cite_precision=_share(sum(a.cited_correct for a in ok), cited),
                 tokens_mean=_share(sum(sent), len(sent)),
                 prompt_tokens_mean=_share(sum(prompt), len(prompt)),
