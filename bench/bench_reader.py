@@ -95,11 +95,21 @@ def main() -> None:
     ap.add_argument("--reader-model", default="smollm2-135m-instruct-q4_1")
     ap.add_argument("--key-env", default="", help="environment variable with the API key")
     ap.add_argument("--cache", default=str(REPO / ".bench_reader_cache.sqlite"))
+    ap.add_argument(
+        "--cache-endpoint",
+        default=None,
+        help="endpoint label in the cache key (default: the URL; 'llama.cpp:<gguf>' for the local server)",
+    )
     ap.add_argument("--max-tokens", type=int, default=24)
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     ap.add_argument("--positions", type=int, default=None, help="also run the position sweep with K chunks")
     ap.add_argument("--json", default=None, help="write the reader results as JSON here")
+    ap.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer from the cache only; report the first N queries whose replies are all cached",
+    )
     args = ap.parse_args()
 
     queries = load_queries(DEV, limit=args.limit)
@@ -108,7 +118,8 @@ def main() -> None:
     resources = {"store": open_corpus_store(CORPUS)} if CORPUS.exists() else {}
     key = os.environ.get(args.key_env) if args.key_env else None
 
-    def run(url: str) -> None:
+    def run(url: str, label: str | None = None) -> None:
+        shown = queries
         with Reader(
             url,
             model=args.reader_model,
@@ -117,6 +128,8 @@ def main() -> None:
             max_tokens=args.max_tokens,
             max_concurrency=args.concurrency,
             timeout_s=600,
+            offline=args.offline,
+            cache_endpoint=args.cache_endpoint or label,
         ) as reader:
             start = time.perf_counter()
             last = [0.0]
@@ -136,9 +149,25 @@ def main() -> None:
                 positions=args.positions,
                 progress=progress,
             )
+            if args.offline:
+                # the interrupted run asked query by query: keep the complete prefix
+                missing = {a.query_id for a in result.answers if not a.ok and "offline" in str(a.error)}
+                complete = 0
+                for q in shown:
+                    if q.id in missing:
+                        break
+                    complete += 1
+                if complete < len(queries):
+                    print(
+                        f"{complete} of {len(queries)} queries fully cached; reporting those", file=sys.stderr
+                    )
+                    if complete == 0:
+                        raise SystemExit("no query is fully cached")
+                    shown = shown[:complete]
+                    result = evaluate_reader(shown, strategies, budgets, reader=reader, resources=resources)
             elapsed = time.perf_counter() - start
         console = Console(width=220, highlight=False)
-        console.print(render_reader_table(result, title=f"Reader accuracy, {len(queries)} dev queries"))
+        console.print(render_reader_table(result, title=f"Reader accuracy, {len(shown)} dev queries"))
         m = result.meta
         console.print(
             f"{m['requests']} requests ({m['cached']} from the cache, {m['failed']} failed) in {elapsed:.0f} s"
@@ -146,11 +175,12 @@ def main() -> None:
         if args.json:
             Path(args.json).write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
 
-    if args.reader:
-        run(args.reader)
+    if args.reader or args.offline:
+        run(args.reader or "http://127.0.0.1:9/v1")
     else:
-        with llama_server(smollm2_gguf(), n_ctx=4096, threads=args.threads) as url:
-            run(url)
+        gguf = smollm2_gguf()
+        with llama_server(gguf, n_ctx=4096, threads=args.threads) as url:
+            run(url, label=f"llama.cpp:{gguf.name}")
 
 
 if __name__ == "__main__":

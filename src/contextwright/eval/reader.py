@@ -163,6 +163,10 @@ class Reader:
         system: The grounded system prompt for contexts (a name in
             :data:`~contextwright.render.messages.PROMPTS` or the text).
         client: A ready :class:`~contextwright.llm.ChatClient` (its URL and model are used).
+        offline: Answer from the cache only: a request not in it fails (recorded per query)
+            and nothing is sent, e.g. to re-print the report of a finished or interrupted run.
+        cache_endpoint: What identifies the endpoint in the cache key (default: its URL). A
+            stable label keeps the cache valid for a local server whose port changes per run.
 
     Example:
         >>> Reader("http://127.0.0.1:11434/v1", model="llama3.1", cache="reader.sqlite")
@@ -182,6 +186,8 @@ class Reader:
         retries: int = 3,
         system: str = "default",
         client: ChatClient | None = None,
+        offline: bool = False,
+        cache_endpoint: str | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a positive integer; got {max_tokens!r}. Example: 32.")
@@ -194,6 +200,7 @@ class Reader:
             max_concurrency=max_concurrency,
         )
         self.endpoint = self.client.url
+        self.cache_endpoint = cache_endpoint or self.endpoint
         self.model = self.client.model
         self.max_tokens = max_tokens
         self.temperature = float(temperature)
@@ -202,6 +209,7 @@ class Reader:
         self._cache = _Cache(cache)
         self.cache_path = self._cache.path
         self._checked = False
+        self.offline = offline
 
     def __enter__(self) -> Reader:
         return self
@@ -218,7 +226,7 @@ class Reader:
         """The cache key of a request: endpoint, model, messages and generation settings."""
         blob = json.dumps(
             {
-                "endpoint": self.endpoint,
+                "endpoint": self.cache_endpoint,
                 "model": self.model,
                 "messages": [dict(m) for m in messages],
                 "max_tokens": self.max_tokens,
@@ -239,7 +247,7 @@ class Reader:
         Raises:
             LLMError: for a connection failure, 401/403/404, naming the endpoint and the fix.
         """
-        if self._checked:
+        if self._checked or self.offline:
             return
         try:
             self.client.chat([{"role": "user", "content": "Say OK."}], max_tokens=1, temperature=0.0)
@@ -262,6 +270,8 @@ class Reader:
         hit = self._cache.get(key)
         if hit is not None:
             return hit, True
+        if self.offline:
+            raise LLMError("not in the reply cache, and the reader is offline (nothing was sent)")
         reply = self.client.chat(messages, temperature=self.temperature, max_tokens=self.max_tokens)
         if not reply.content.strip():
             raise LLMError(
@@ -797,7 +807,8 @@ def evaluate_reader(
         summaries=tuple(summaries),
         sweep=sweep,
         meta={
-            "endpoint": reader.endpoint,
+            "endpoint": reader.cache_endpoint if reader.offline else reader.endpoint,
+            "offline": reader.offline,
             "model": reader.model,
             "max_tokens": reader.max_tokens,
             "temperature": reader.temperature,

@@ -205,7 +205,8 @@ def _reader_rows(reader: ReaderResult) -> list[tuple[str, str, list[str]]]:
 def _reader_caption(reader: ReaderResult) -> str:
     m = reader.meta
     return (
-        f"reader {m.get('model', '?')} at {m.get('endpoint', '?')} · {m.get('queries', '?')} queries · "
+        f"reader {m.get('model', '?')} {'cached from' if m.get('offline') else 'at'} {m.get('endpoint', '?')} · "
+        f"{m.get('queries', '?')} queries · "
         f"max_tokens {m.get('max_tokens', '?')}, temperature {m.get('temperature', '?')} · "
         f"{m.get('requests', 0)} requests, {m.get('cached', 0)} cached, {m.get('failed', 0)} failed"
     )
