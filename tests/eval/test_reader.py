@@ -338,3 +338,23 @@ def test_reader_eval_with_a_real_model(llama_server: Any, tmp_path: Path) -> Non
         again = evaluate_reader(queries, ["naive"], [200, 3000], reader=reader)
     assert again.meta["cached"] == requests - 1  # all but the failure, which is asked again
     assert [a.answer for a in again.answers] == [a.answer for a in result.answers]
+
+
+def test_offline_reader_answers_from_the_cache_under_a_stable_endpoint_label(
+    serve: Callable[[Script], ChatServer], tmp_path: Path
+) -> None:
+    server = serve(reading_model)
+    cache = tmp_path / "c.sqlite"
+    with Reader(server.base_url, model="m", cache=cache, cache_endpoint="local:smollm") as reader:
+        first = evaluate_reader(_queries()[:2], ["naive"], [200], reader=reader)
+    sent = len(server.requests)
+    # another port, same label, offline: everything cached is answered, nothing is sent
+    with Reader(
+        "http://127.0.0.1:9/v1", model="m", cache=cache, cache_endpoint="local:smollm", offline=True
+    ) as r:
+        again = evaluate_reader(_queries(), ["naive"], [200], reader=r)
+    assert len(server.requests) == sent
+    by_query = {(a.query_id, a.strategy): a for a in again.answers}
+    assert all(by_query[(a.query_id, a.strategy)].answer == a.answer for a in first.answers)
+    missing = [a for a in again.answers if not a.ok]
+    assert {a.query_id for a in missing} == {"q3"} and all("offline" in str(a.error) for a in missing)
