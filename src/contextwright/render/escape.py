@@ -27,15 +27,16 @@ that the two agree (one parsed block per citation) for hostile texts.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
-
-import regex  # a dependency of tiktoken; stdlib ``re`` has no Unicode property classes
+from typing import Any
 
 __all__ = [
     "IGNORABLE",
     "clean",
+    "drop_blank_lines",
     "escape_lines",
     "fold",
     "is_blank",
@@ -43,17 +44,31 @@ __all__ = [
     "split_indent",
 ]
 
-#: One ignorable character, line breaks excluded (see the module docstring).
-IGNORABLE = r"[[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2800]--[\n]]"
+#: The ignorable code points as inclusive ranges: ``White_Space``, ``Cc``,
+#: ``Cf``, ``Default_Ignorable_Code_Point`` and U+2800. Spelled out (rather than
+#: ``\p{...}`` classes of the ``regex`` package) because stdlib ``re`` matches an
+#: explicit class several times faster; ``tests/render/test_escape.py`` checks the
+#: table against the Unicode properties.
+IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0009), (0x000B, 0x0020), (0x007F, 0x00A0), (0x00AD, 0x00AD), (0x034F, 0x034F),
+    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
+    (0x08E2, 0x08E2), (0x115F, 0x1160), (0x1680, 0x1680), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x206F), (0x2800, 0x2800), (0x3000, 0x3000),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+_CLASS_BODY = "".join(
+    re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in IGNORABLE_RANGES
+)
+#: One ignorable character, ``\n`` excluded (see the module docstring): a ``re`` class.
+IGNORABLE = f"[{_CLASS_BODY}]"
+_IGNORABLE_SET = frozenset(chr(c) for a, b in IGNORABLE_RANGES for c in range(a, b + 1)) | {"\n"}
 
-_IGN = regex.compile(IGNORABLE, regex.V1)
-_IGN_RUN = regex.compile(IGNORABLE + "+", regex.V1)
-_LEAD = regex.compile(r"\A" + IGNORABLE + "*", regex.V1)
-_OUTER = regex.compile(r"\A[" + IGNORABLE + r"\n]+|[" + IGNORABLE + r"\n]+\Z", regex.V1)
+_IGN_RUN = re.compile(IGNORABLE + "+")
+_LEAD = re.compile(IGNORABLE + "*")
 _LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
-#: Characters no ASCII text needs to be folded for (printable ASCII and ``\n``).
-_PLAIN_ASCII = re.compile(r"[\x21-\x7e][\x20-\x7e\n]*\Z")
 _PROBE_CHARS = 96  # a delimiter is recognized from the start of its line
 
 
@@ -64,9 +79,17 @@ def clean(text: str) -> str:
         not text.isascii() and ("\x85" in text or "\u2028" in text or "\u2029" in text)
     ):
         text = _LINEBREAKS.sub("\n", text)
-    if _PLAIN_ASCII.match(text) and not text.endswith((" ", "\n")):
+    text = text.strip()
+    if text.isascii() and text.isprintable():
         return text
-    return _OUTER.sub("", text)
+    # Invisible characters at either end go too, unless nothing visible is left
+    # (input validation rejects such texts; a Chunk built by hand keeps them).
+    start, end = 0, len(text)
+    while start < end and text[start] in _IGNORABLE_SET:
+        start += 1
+    while end > start and text[end - 1] in _IGNORABLE_SET:
+        end -= 1
+    return text[start:end] or text
 
 
 def oneline(value: object) -> str:
@@ -95,34 +118,54 @@ def fold(line: str) -> str:
 
 def is_blank(line: str) -> bool:
     """Whether ``line`` reads as a blank line (nothing but ignorable characters)."""
-    return not line or _LEAD.match(line).end() == len(line)  # type: ignore[union-attr]
+    m = _LEAD.match(line)
+    return m is None or m.end() == len(line)
 
 
-def escape_lines(
-    text: str, is_delimiter: Callable[[str], bool], *, triggers: str = "", drop_blank: bool = False
-) -> str:
+# Characters whose NFKC form starts with an ASCII delimiter character (computed
+# over every code point once; see the tests), so a line can be picked out by
+# its first visible character without folding every line.
+_COMPAT = {
+    "[": "\ufe47\uff3b",
+    "#": "\ufe5f\uff03",
+    "_": "\ufe33\ufe34\ufe4d\ufe4e\ufe4f\uff3f",
+    "=": "\u207c\u208c\u2a75\u2a76\ufe66\uff1d",
+    "-": "\ufe63\uff0d",
+    "<": "\ufe64\uff1c",
+}
+
+
+@functools.lru_cache(maxsize=64)
+def _line_starts(triggers: str) -> Any:
+    chars = "".join(t + _COMPAT.get(t, "") for t in triggers)
+    return re.compile(rf"(?m)^{IGNORABLE}*+(?=[{re.escape(chars)}])")
+
+
+_BLANK_LINES = re.compile(rf"\n(?:{IGNORABLE}*+\n)+")
+
+
+def escape_lines(text: str, is_delimiter: Callable[[str], bool], *, triggers: str) -> str:
     """Put a backslash before the first visible character of every delimiter line.
 
     Args:
-        text: Cleaned text (``\\n`` line breaks).
-        is_delimiter: Called with a line's :func:`fold`; True when the line
-            would read as one of the format's delimiters.
-        triggers: ASCII characters one of which every delimiter contains;
-            an ASCII text without any of them is returned as is (fast path).
-        drop_blank: Also remove lines that read as blank.
+        text: Cleaned text (``\\n`` line breaks, see :func:`clean`).
+        is_delimiter: Called with a candidate line's :func:`fold`; True when
+            the line would read as one of the format's delimiters.
+        triggers: The ASCII characters a delimiter can start with; only lines
+            whose first visible character is one of them (or a compatibility
+            form of one) are folded and tested.
     """
-    if triggers and text.isascii() and not any(t in text for t in triggers):
-        if not drop_blank or "\n" not in text:
-            return text
-    out: list[str] = []
-    changed = False
-    for line in text.split("\n"):
-        if drop_blank and is_blank(line):
-            changed = True
-            continue
-        indent, rest = split_indent(line)
-        if rest and is_delimiter(fold(rest)):
-            line = f"{indent}\\{rest}"
-            changed = True
-        out.append(line)
-    return "\n".join(out) if changed else text
+    if text.isascii() and not any(t in text for t in triggers):
+        return text
+
+    def sub(m: Any) -> str:
+        rest_end = text.find("\n", m.end())
+        rest = text[m.end() : rest_end if rest_end >= 0 else len(text)]
+        return f"{m.group()}\\" if is_delimiter(fold(rest)) else str(m.group())
+
+    return str(_line_starts(triggers).sub(sub, text))
+
+
+def drop_blank_lines(text: str) -> str:
+    """Remove the lines of cleaned ``text`` that read as blank (``minimal``'s delimiter)."""
+    return str(_BLANK_LINES.sub("\n", text)) if "\n" in text else text

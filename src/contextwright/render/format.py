@@ -13,10 +13,18 @@ pieces, exactly, without tokenizing it again. It is also why each block's
 number sits on a header line of its own.
 
 Invariant 4 (boundaries cannot be forged): every format escapes, inside chunk
-text, the delimiters it uses itself — ``<chunk``/``</chunk>`` in ``xml``, a
-line starting ``[SOURCE n]`` in ``sources``, a line starting ``[n]`` in
-``numbered``/``grouped``, a heading line in ``markdown`` and blank lines in
-``minimal`` — so retrieved text cannot open a new block or close the context.
+text *and* inside every other text it renders (document summaries, titles,
+sources, sections), the delimiters it uses itself — ``<chunk``/``</chunk>``,
+``<context``, ``<summary``, ``<!--``, ``<![CDATA[``, ``<?`` in ``xml``; a line
+reading ``[SOURCE n]`` in ``sources``; a line reading ``[n]`` in
+``numbered``/``grouped``; a heading or setext underline line in ``markdown``
+and ``grouped``; blank lines in ``minimal`` — so retrieved text cannot open a
+new block or close the context. "A line reading X" is decided on the folded
+line (:mod:`contextwright.render.escape`): leading Unicode whitespace,
+zero-width, bidi and control characters are invisible and fullwidth forms
+count as their ASCII twins. Header fields are flattened to one line.
+:mod:`contextwright.render.parse` splits a context back into blocks by each
+format's grammar; the property tests check one block per citation.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contextwright.errors import ConfigError, MissingDependencyError
+from contextwright.render.escape import IGNORABLE, clean, drop_blank_lines, escape_lines, oneline
 from contextwright.types import Chunk
 
 __all__ = [
@@ -44,25 +53,36 @@ __all__ = [
     "get_format",
 ]
 
-_LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_BLANK_RUNS = re.compile(r"\n[ \t]*\n\s*")
-_XML_TAGS = re.compile(r"<(?=\s*/?\s*(?:chunk|context|summary|document)\b)", re.IGNORECASE)
-_NUMBER_LINE = re.compile(r"^([ \t]*)(?=\[\s*\d+\s*\])", re.MULTILINE)
-_SOURCE_LINE = re.compile(r"^([ \t]*)(?=\[\s*SOURCE\b)", re.MULTILINE | re.IGNORECASE)
-_HEADING_LINE = re.compile(r"^([ \t]*)(?=#|_Source:)", re.MULTILINE)
+# ``<`` (or a fullwidth/small form of it) that opens one of our tags, a comment,
+# a CDATA section, a declaration or a processing instruction, invisible
+# characters allowed in between: escaped as ``&lt;``.
+_XML_MARKUP = re.compile(
+    rf"[<\uff1c\ufe64](?={IGNORABLE}*(?:[!?]|/?{IGNORABLE}*(?:chunk|context|summary|document)\b))",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\[ ?\d+ ?\]")
+_SOURCE = re.compile(r"\[ ?source\b")
+_HEADING = re.compile(r"#|_source:|(?:=+|-+) ?\Z")
+# ASCII characters one of which each format's delimiters contain (escape fast path).
+_NUMBER_TRIGGERS = "["
+_HEADING_TRIGGERS = "#_=-["
 
 
-_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+def _is_number_line(folded: str) -> bool:
+    return bool(_NUMBER.match(folded))
+
+
+def _is_source_line(folded: str) -> bool:
+    return bool(_SOURCE.match(folded))
+
+
+def _is_heading_line(folded: str) -> bool:
+    return bool(_HEADING.match(folded) or _NUMBER.match(folded))
 
 
 def _clean(text: str) -> str:
-    """One kind of line break, no outer whitespace."""
-    # Membership tests are C-speed scans; most texts need no substitution.
-    if any(ch in text for ch in _ASCII_BREAKS) or (
-        not text.isascii() and ("\x85" in text or "\u2028" in text or "\u2029" in text)
-    ):
-        text = _LINEBREAKS.sub("\n", text)
-    return text.strip()
+    """One kind of line break, no outer whitespace or invisible characters."""
+    return clean(text)
 
 
 def _attr(value: object) -> str:
@@ -73,9 +93,7 @@ def _attr(value: object) -> str:
 
 
 def _oneline(value: object) -> str:
-    text = str(value)
-    # isprintable() is False for any line break or control character.
-    return text.strip() if text.isprintable() else " ".join(text.split())
+    return oneline(value)
 
 
 def _where(chunk: Chunk) -> str:
@@ -121,7 +139,7 @@ class Format:
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         """Rendered before a block whose document differs from the previous block's."""
         if first and chunk.doc_summary:
-            return f"Summary of {_oneline(chunk.title or chunk.doc_id or chunk.source or 'document')}: {_clean(chunk.doc_summary)}\n"
+            return f"Summary of {_oneline(chunk.title or chunk.doc_id or chunk.source or 'document')}: {self.escape(chunk.doc_summary)}\n"
         return ""
 
     def block_header(self, chunk: Chunk, n: int) -> str:
@@ -197,7 +215,7 @@ class MinimalFormat(Format):
 
     def escape(self, text: str) -> str:
         text = _clean(text)
-        return _BLANK_RUNS.sub("\n", text) if "\n" in text else text
+        return drop_blank_lines(text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,8 +225,7 @@ class NumberedFormat(Format):
     name: ClassVar[str] = "numbered"
 
     def escape(self, text: str) -> str:
-        text = _clean(text)
-        return _NUMBER_LINE.sub(r"\1\\", text) if "[" in text else text
+        return escape_lines(_clean(text), _is_number_line, triggers=_NUMBER_TRIGGERS)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         bits = [b for b in (_oneline(chunk.title) if chunk.title else "", _where(chunk)) if b]
@@ -243,7 +260,9 @@ class XmlFormat(Format):
 
     def escape(self, text: str) -> str:
         text = _clean(text)
-        return _XML_TAGS.sub("&lt;", text) if "<" in text else text
+        if "<" in text or (not text.isascii() and ("\uff1c" in text or "\ufe64" in text)):
+            return _XML_MARKUP.sub("&lt;", text)
+        return text
 
     def frame_start(self) -> str:
         return "<context>\n" if self.wrap else ""
@@ -280,14 +299,14 @@ class GroupedFormat(Format):
     groups: ClassVar[bool] = True
 
     def escape(self, text: str) -> str:
-        return _HEADING_LINE.sub(r"\1\\", _NUMBER_LINE.sub(r"\1\\", _clean(text)))
+        return escape_lines(_clean(text), _is_heading_line, triggers=_HEADING_TRIGGERS)
 
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         title = _oneline(chunk.title or chunk.doc_id or chunk.source or chunk.id)
         src = f" ({_oneline(chunk.source)})" if chunk.source and chunk.source != chunk.title else ""
         head = f"## Document: {title}{src}\n"
         if first and chunk.doc_summary:
-            head += f"Summary: {_clean(chunk.doc_summary)}\n"
+            head += f"Summary: {self.escape(chunk.doc_summary)}\n"
         return head
 
     def block_header(self, chunk: Chunk, n: int) -> str:
@@ -312,8 +331,7 @@ class SourcesFormat(Format):
         return f"[SOURCE {n}]"
 
     def escape(self, text: str) -> str:
-        text = _clean(text)
-        return _SOURCE_LINE.sub(r"\1\\", text) if "[" in text else text
+        return escape_lines(_clean(text), _is_source_line, triggers=_NUMBER_TRIGGERS)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         name = _oneline(chunk.source or chunk.title or chunk.doc_id or chunk.id)
@@ -332,7 +350,7 @@ class MarkdownFormat(Format):
     name: ClassVar[str] = "markdown"
 
     def escape(self, text: str) -> str:
-        return _HEADING_LINE.sub(r"\1\\", _clean(text))
+        return escape_lines(_clean(text), _is_heading_line, triggers=_HEADING_TRIGGERS)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         title = _oneline(chunk.title or chunk.source or chunk.doc_id or "")

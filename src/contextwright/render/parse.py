@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 
 from contextwright.errors import ConfigError
-from contextwright.render.escape import fold, is_blank
+from contextwright.render.escape import IGNORABLE, fold, is_blank
 
 __all__ = ["BlockParser", "block_parsers", "parse_blocks", "register_block_parser"]
 
@@ -42,7 +42,9 @@ _LOCK = threading.Lock()
 def register_block_parser(name: str, parser: BlockParser) -> None:
     """Register (or replace) the block parser of the format called ``name``."""
     if not isinstance(name, str) or not name or not callable(parser):
-        raise ConfigError(f"register_block_parser needs a format name and a callable; got {name!r}, {parser!r}.")
+        raise ConfigError(
+            f"register_block_parser needs a format name and a callable; got {name!r}, {parser!r}."
+        )
     with _LOCK:
         _PARSERS[name] = parser
 
@@ -107,7 +109,7 @@ def _minimal(text: str) -> list[int]:
 # after the ``<``. Only the outcome for ``chunk`` elements is reported.
 _XML_TOKEN = re.compile(
     r"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)|<\?.*?(?:\?>|\Z)|<![^>]*(?:>|\Z)"
-    r"|<\s*(/?)\s*([A-Za-z_][\w.\-]*)([^>]*)>",
+    rf"|<{IGNORABLE}*(/?){IGNORABLE}*([A-Za-z_][\w.\-]*)([^>]*)>",
     re.DOTALL,
 )
 _ID = re.compile(r"""\bid\s*=\s*["']\s*(\d+)\s*["']""")
