@@ -28,7 +28,9 @@ def test_the_registry_has_numeric_settings_to_check() -> None:
 
 @pytest.mark.parametrize(("stage", "setting"), numeric_stage_settings())
 @pytest.mark.parametrize("value", ABSURD, ids=str)
-def test_an_absurd_value_of_any_numeric_stage_setting_is_a_config_error(stage: str, setting: str, value: Any) -> None:
+def test_an_absurd_value_of_any_numeric_stage_setting_is_a_config_error(
+    stage: str, setting: str, value: Any
+) -> None:
     start = time.perf_counter()
     with pytest.raises(ConfigError, match=setting):
         stage_from_dict({"type": stage, setting: value})
@@ -55,7 +57,12 @@ def test_built_in_stages_declare_their_bounds() -> None:
 
 
 def test_the_issue_reproducer_is_refused_at_construction() -> None:
-    config = {"stages": [{"type": "near_dedup", "method": "minhash", "num_perm": 20_000_000}, {"type": "token_budget"}]}
+    config = {
+        "stages": [
+            {"type": "near_dedup", "method": "minhash", "num_perm": 20_000_000},
+            {"type": "token_budget"},
+        ]
+    }
     with pytest.raises(ConfigError, match=r"stages\[0\].*num_perm.*20000000.*bound of 1,?024"):
         Assembler(config, budget=100)
 

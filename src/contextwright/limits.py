@@ -106,8 +106,12 @@ def check_number(value: Any, name: str, hi: float, *, where: str = "") -> None:
         )
 
 
-def check_settings(cls: type[Any], settings: Mapping[str, Any], *, where: str = "") -> None:
+def check_settings(
+    cls: type[Any], settings: Mapping[str, Any], *, where: str = "", work_only: bool = False
+) -> None:
     """Check ``settings`` (constructor keywords) of dataclass ``cls`` against their bounds.
+
+    ``work_only`` checks just the ``work`` settings.
 
     Raises:
         ConfigError: naming the setting, the value and the bound.
@@ -115,7 +119,7 @@ def check_settings(cls: type[Any], settings: Mapping[str, Any], *, where: str = 
     bounds = numeric_settings(cls)
     for name, value in settings.items():
         b = bounds.get(name)
-        if b is not None:
+        if b is not None and (b.work or not work_only):
             check_number(value, name, b.hi, where=where or str(getattr(cls, "name", cls.__name__)))
 
 

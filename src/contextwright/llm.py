@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from contextwright.errors import CompressionError, ConfigError, missing_extra
+from contextwright.limits import bounded
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.spans import compose, join_pieces
@@ -344,11 +345,11 @@ class LLMCompress:
     base_url: str = ""
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = 4
-    timeout_s: float = 30.0
-    retries: int = 2
-    max_sentences: int | None = 2
-    whole_share: float = 0.9
+    max_concurrency: int = bounded(4, 64)
+    timeout_s: float = bounded(30.0, 600.0)
+    retries: int = bounded(2, 10)
+    max_sentences: int | None = bounded(2, 1_000)
+    whole_share: float = bounded(0.9, 1.0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not isinstance(self.model, str):

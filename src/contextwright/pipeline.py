@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextwright.errors import ConfigError
+from contextwright.errors import ConfigError, InputError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
@@ -28,6 +28,7 @@ from contextwright.types import (
     Report,
     StageReport,
     StageResult,
+    check_text,
     chunks_from_dicts,
 )
 
@@ -103,6 +104,14 @@ class Plan:
         }
 
 
+def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]]) -> tuple[Chunk, ...]:
+    """The query checked and the chunks normalized (every string that enters is checked)."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string; got {type(query).__name__}.")
+    check_text(query, "query")
+    return chunks_from_dicts(chunks)
+
+
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
@@ -162,7 +171,7 @@ class Pipeline:
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs = _inputs(query, chunks)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
@@ -264,7 +273,7 @@ class Pipeline:
         the render may still drop a block if the exact count of the final
         string differs (see :meth:`run`).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs = _inputs(query, chunks)
         meter, current, reports, input_tokens, _ = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )

@@ -124,6 +124,7 @@ class TiktokenTokenizer:
         except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
             raise TokenizerError("tiktoken is not installed: pip install tiktoken") from exc
         self._enc: Any = None
+        self._fallback: Any = None
         if backend != "tiktoken":
             resolved = encoding if encoding in _BPE_OPENAI_ENCODINGS else _model_encoding(tiktoken, encoding)
             if resolved in _BPE_OPENAI_ENCODINGS:
@@ -153,14 +154,33 @@ class TiktokenTokenizer:
         self.digits_isolated = r"\p{N}{1,3}" in pattern
 
     def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
+        return len(self._encode(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        encode = self._enc.encode_ordinary
+        encode = self._encode
         return [len(encode(t)) for t in texts]
 
     def encode(self, text: str) -> list[int]:
-        return list(self._enc.encode_ordinary(text))
+        return list(self._encode(text))
+
+    def _encode(self, text: str) -> Sequence[int]:
+        try:
+            return self._enc.encode_ordinary(text)  # type: ignore[no-any-return]
+        except ValueError:
+            # bpe-openai refuses texts of 1M+ characters ("Input too long to encode
+            # safely") and of more than 200k tokens (TokenLimitError). tiktoken gives the
+            # same tokens without those limits, so a long chunk is counted exactly and
+            # dropped as over_budget like any other chunk that does not fit.
+            if self.backend != "bpe_openai":
+                raise
+            return self._long_text_encoding().encode_ordinary(text)  # type: ignore[no-any-return]
+
+    def _long_text_encoding(self) -> Any:
+        if self._fallback is None:
+            import tiktoken
+
+            self._fallback = _load_tiktoken(tiktoken, self.name)
+        return self._fallback
 
     def decode(self, ids: Sequence[int]) -> str:
         return str(self._enc.decode(list(ids)))

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from contextwright.errors import InputError
+from contextwright.render.escape import visible
 
 if TYPE_CHECKING:
     from contextwright.render.history import HistoryResult
@@ -221,9 +222,10 @@ class Chunk:
             raise InputError(
                 f"{where}.{text_hit[1]} must be a string; got {type(text).__name__} {_short(text)}."
             )
-        if not text.strip():
+        check_text(text, f"{where}.{text_hit[1]}")
+        if not visible(text):
             raise InputError(
-                f"{where}.{text_hit[1]} is empty or only whitespace ({text!r}). "
+                f"{where}.{text_hit[1]} is empty or only whitespace/invisible characters ({_short(text)}). "
                 "Drop empty chunks before assembly; they carry nothing to cite."
             )
 
@@ -259,11 +261,16 @@ class Chunk:
         metadata = {k: v for k, v in nested.items() if k != "embedding"} if nested else {}
         for k, v in data.items():
             if k not in _KNOWN_KEYS:
+                if isinstance(k, str):
+                    check_text(k, f"{where} key {_short(k)}")
                 metadata[k] = v
+        if metadata:
+            check_tree(metadata, f"{where}.metadata")
 
         origin = data.get("origin", "retrieved")
         if type(origin) is not str:
             raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
+        check_text(origin, f"{where}.origin")
 
         return cls(
             text=text,
@@ -323,6 +330,7 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
     seen: dict[str, int] = {}
     for position, item in enumerate(items):
         if isinstance(item, Chunk):
+            _check_chunk(item, f"chunks[{position}]")
             chunk = replace(item, rank=position)
             explicit = True
         else:
@@ -344,13 +352,70 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
     return tuple(out)
 
 
+def check_text(value: str, where: str, *, error: type[Exception] = InputError) -> str:
+    """``value`` unchanged, or ``error`` naming ``where`` when it holds a lone surrogate.
+
+    A lone surrogate (``"\\ud800"``) is not a character: it cannot be encoded
+    as UTF-8, so it would fail later in a hash, a tokenizer or a JSON encoder.
+    It is rejected where it enters, never replaced silently.
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(
+            f"{where} contains a lone surrogate {value[exc.start]!r} at character {exc.start}; "
+            "it is not valid Unicode text. Decode your input with errors='replace' (or fix its "
+            "source) before assembly."
+        ) from None
+    return value
+
+
+_MAX_DEPTH = 32
+
+
+def check_tree(value: Any, where: str, *, error: type[Exception] = InputError, depth: int = 0) -> None:
+    """:func:`check_text` over every string key and value of nested mappings and lists."""
+    if isinstance(value, str):
+        check_text(value, where, error=error)
+    elif isinstance(value, Mapping):
+        if depth >= _MAX_DEPTH:
+            raise error(f"{where} is nested more than {_MAX_DEPTH} levels deep; flatten it.")
+        for k, v in value.items():
+            if isinstance(k, str):
+                check_text(k, f"{where} key {_short(k)}", error=error)
+            check_tree(v, f"{where}.{k}", error=error, depth=depth + 1)
+    elif isinstance(value, (list, tuple)):
+        if depth >= _MAX_DEPTH:
+            raise error(f"{where} is nested more than {_MAX_DEPTH} levels deep; flatten it.")
+        for i, v in enumerate(value):
+            check_tree(v, f"{where}[{i}]", error=error, depth=depth + 1)
+
+
+def _check_chunk(chunk: Chunk, where: str) -> None:
+    """Lone surrogates and invisible-only text in a chunk built by hand."""
+    check_text(chunk.text, f"{where}.text")
+    if not visible(chunk.text):
+        raise InputError(
+            f"{where}.text is empty or only whitespace/invisible characters ({_short(chunk.text)}). "
+            "Drop empty chunks before assembly; they carry nothing to cite."
+        )
+    for name in ("id", "doc_id", "source", "title", "section", "origin", "doc_summary"):
+        value = getattr(chunk, name)
+        if isinstance(value, str):
+            check_text(value, f"{where}.{name}")
+    if chunk.metadata:
+        check_tree(chunk.metadata, f"{where}.metadata")
+
+
 def _opt_str(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> str | None:
     hit = found.get(name)
     if hit is None:
         return None
     value = hit[2]
     if type(value) is str:
-        return value
+        return check_text(value, f"{where}.{hit[1]}")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(f"{where}.{hit[1]} must be a string; got {type(value).__name__} {_short(value)}.")
     return str(value)

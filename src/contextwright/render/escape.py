@@ -40,6 +40,7 @@ __all__ = [
     "escape_lines",
     "fold",
     "is_blank",
+    "visible",
     "oneline",
     "split_indent",
 ]
@@ -65,6 +66,7 @@ _CLASS_BODY = "".join(
 IGNORABLE = f"[{_CLASS_BODY}]"
 _IGNORABLE_SET = frozenset(chr(c) for a, b in IGNORABLE_RANGES for c in range(a, b + 1)) | {"\n"}
 
+_ASCII_IGNORABLE = "".join(chr(c) for c in range(0x21) if c != 0x0A) + "\n\x7f"
 _IGN_RUN = re.compile(IGNORABLE + "+")
 _LEAD = re.compile(IGNORABLE + "*")
 _LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -114,6 +116,14 @@ def fold(line: str) -> str:
     if not head.isascii():
         head = _IGN_RUN.sub(" ", unicodedata.normalize("NFKC", head))
     return head.casefold()
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` has a character a reader can see (not only ignorable ones)."""
+    stripped = text.strip(_ASCII_IGNORABLE)  # C speed; nearly every text ends here
+    if not stripped:
+        return False
+    return stripped[0] not in _IGNORABLE_SET or any(ch not in _IGNORABLE_SET for ch in stripped)
 
 
 def is_blank(line: str) -> bool:

@@ -6,8 +6,19 @@ from collections.abc import Mapping, Sequence
 from typing import Literal, TypedDict
 
 from contextwright.errors import InputError
+from contextwright.types import check_text
 
-__all__ = ["PROMPTS", "Message", "build_messages", "system_prompt"]
+__all__ = ["PROMPTS", "ROLES", "Message", "build_messages", "check_role", "system_prompt"]
+
+#: The chat roles a history turn may have (OpenAI's, minus the deprecated ``function``).
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def check_role(role: str, where: str) -> str:
+    """``role`` unchanged, or :class:`InputError` naming ``where`` and the valid roles."""
+    if role not in ROLES:
+        raise InputError(f"{where} must be one of {', '.join(ROLES)}; got {role[:40]!r}.")
+    return role
 
 
 class Message(TypedDict):
@@ -65,6 +76,8 @@ def build_messages(
         role, content = turn.get("role"), turn.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
             raise InputError(f"history[{i}] must have string 'role' and 'content'; got {dict(turn)!r}.")
+        check_role(role, f"history[{i}].role")
+        check_text(content, f"history[{i}].content")
         messages.append({"role": role, "content": content})
     user = f"Context:\n{context}\n\nQuestion: {query}" if context_in == "user" else query
     messages.append({"role": "user", "content": user})

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from contextwright.errors import ConfigError
+from contextwright.limits import bounded
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.spans import compose
@@ -69,7 +70,7 @@ class TokenBudget:
     name: ClassVar[str] = "token_budget"
     requires: ClassVar[tuple[str, ...]] = ("meter", "budget")
     policy: Policy = "greedy"
-    min_truncated_tokens: int = 24
+    min_truncated_tokens: int = bounded(24, 100_000)
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from contextwright.errors import ConfigError, InputError, missing_extra
+from contextwright.limits import bounded
 from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.types import Change, Chunk, Drop, StageResult
@@ -223,7 +224,7 @@ class OverlapDedup:
     name: ClassVar[str] = "overlap_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ("meter",)
-    min_overlap_chars: int = 20
+    min_overlap_chars: int = bounded(20, 1_000_000)
 
     def __post_init__(self) -> None:
         m = self.min_overlap_chars
@@ -479,12 +480,12 @@ class NearDedup:
 
     name: ClassVar[str] = "near_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
-    threshold: float = 0.9
-    shingle_size: int = 3
+    threshold: float = bounded(0.9, 1.0)
+    shingle_size: int = bounded(3, 64)
     method: Literal["auto", "exact", "minhash"] = "auto"
-    minhash_above: int = 200
-    num_perm: int = 64
-    seed: int = 1
+    minhash_above: int = bounded(200, 1_000_000)
+    num_perm: int = bounded(64, 1_024, work=True)
+    seed: int = bounded(1, 2**32 - 1)
 
     def __post_init__(self) -> None:
         t = self.threshold
@@ -645,7 +646,7 @@ class SemanticDedup:
     name: ClassVar[str] = "semantic_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ("embedder",)
-    threshold: float = 0.92
+    threshold: float = bounded(0.92, 1.0)
     use_chunk_embeddings: bool = True
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from contextwright.errors import ConfigError, StoreError
+from contextwright.limits import bounded
 from contextwright.stages.base import register_stage
 from contextwright.types import Chunk, StageResult
 
@@ -67,10 +68,10 @@ class ExpandNeighbors:
     # Optional so that presets with expansion (``documents``) still run without
     # a store: the report then says that nothing was expanded and why.
     optional: ClassVar[tuple[str, ...]] = ("store",)
-    window: int = 1
-    factor: float = 0.5
+    window: int = bounded(1, 64, work=True)
+    factor: float = bounded(0.5, 1.0)
     strict: bool = False
-    timeout_s: float | None = 2.0
+    timeout_s: float | None = bounded(2.0, 600.0)
 
     def __post_init__(self) -> None:
         if (

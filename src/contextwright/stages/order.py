@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from contextwright.errors import ConfigError
+from contextwright.limits import bounded
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Chunk, StageResult
@@ -139,7 +140,7 @@ class AutoOrder:
 
     name: ClassVar[str] = "auto_order"
     requires: ClassVar[tuple[str, ...]] = ()
-    threshold: int = 3
+    threshold: int = bounded(3, 10_000)
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or self.threshold < 0:
