@@ -94,7 +94,9 @@ class Assembler:
         self.output_tokens = output_tokens
         self.buffer_tokens = buffer_tokens
         self.resources = resources
-        self._system_tokens = self.tokenizer.count(system_prompt(system)) if system else 0
+        self._system_tokens = (
+            self.tokenizer.count(system_prompt(system, format=self.pipeline.format)) if system else 0
+        )
         if budget is None:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 

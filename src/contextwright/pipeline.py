@@ -207,6 +207,7 @@ class Pipeline:
             report=report,
             query=query,
             tokenizer=tokenizer.name,
+            format=self.format,
         )
 
     def _run_stages(

@@ -708,6 +708,9 @@ class AssembledContext:
     report: Report
     query: str = ""
     tokenizer: str = ""
+    #: The :class:`~contextwright.render.format.Format` the text was rendered in
+    #: (prompts ask for its citation label; summaries go through its escape).
+    format: Any = field(default=None, compare=False, repr=False)
 
     def messages(
         self,
@@ -720,6 +723,10 @@ class AssembledContext:
         summarizer: Callable[[list[Message]], str] | None = None,
     ) -> list[Message]:
         """Chat messages in OpenAI format, with this context and a grounded prompt.
+
+        One system message at most: the prompt, the history's system turns and
+        summary, and (``context_in="system"``) the context, merged. A named
+        prompt asks for the citation label of the context's format.
 
         Args:
             query: The user's question; defaults to the query assembled for.
@@ -750,12 +757,23 @@ class AssembledContext:
             tokenizer = get_tokenizer(self.tokenizer or "cl100k_base")
             kept = trim_history(history, budget=zone, tokenizer=tokenizer, summarizer=summarizer).messages
             history = [{"role": m["role"], "content": m["content"]} for m in kept]
+        if self.format is not None:
+            from contextwright.render.history import SUMMARY_PREFIX
+
+            # a summary of dropped turns is text from the conversation: escaped like the context
+            history = [
+                {"role": "system", "content": SUMMARY_PREFIX + self.format.escape(t["content"][len(SUMMARY_PREFIX) :])}
+                if t.get("role") == "system" and str(t.get("content", "")).startswith(SUMMARY_PREFIX)
+                else t
+                for t in history
+            ]
         return build_messages(
             self.text,
             self.query if query is None else query,
             system=system,
             history=history,
             context_in=context_in,
+            format=self.format,
         )
 
     def to_dict(self) -> dict[str, Any]:

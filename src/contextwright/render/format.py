@@ -127,6 +127,14 @@ class Format:
     def label(self, n: int) -> str:
         return f"[{n}]"
 
+    def citation_style(self) -> str | None:
+        """How an answer cites block ``n`` (``"[{n}]"``), or None when blocks carry no label.
+
+        Grounded prompts ask for exactly this (see
+        :func:`contextwright.render.messages.system_prompt`).
+        """
+        return "[{n}]"
+
     def escape(self, text: str) -> str:
         return _clean(text)
 
@@ -212,6 +220,9 @@ class MinimalFormat(Format):
     """
 
     name: ClassVar[str] = "minimal"
+
+    def citation_style(self) -> str | None:
+        return None  # no labels in the text: an answer cannot cite a block by number
 
     def escape(self, text: str) -> str:
         text = _clean(text)
@@ -330,6 +341,9 @@ class SourcesFormat(Format):
     def label(self, n: int) -> str:
         return f"[SOURCE {n}]"
 
+    def citation_style(self) -> str | None:
+        return "[SOURCE {n}]"
+
     def escape(self, text: str) -> str:
         return escape_lines(_clean(text), _is_source_line, triggers=_NUMBER_TRIGGERS)
 
@@ -404,6 +418,9 @@ class TemplateFormat(Format):
 
     def label(self, n: int) -> str:
         return self.label_format.format(n=n)
+
+    def citation_style(self) -> str | None:
+        return self.label_format
 
     def escape(self, text: str) -> str:
         if self.escape_as == "none":
