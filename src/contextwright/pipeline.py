@@ -305,6 +305,15 @@ class Pipeline:
         verify = self.verify == "always"
         while True:
             text, total = meter.measure(current, query=query, verify=verify)
+            hidden = self.format.unrendered(current, query=query)
+            if hidden:
+                # a template that leaves a block out must not cite it (invariant 3)
+                for i in sorted(hidden, reverse=True):
+                    victim = current.pop(i)
+                    drops.append(
+                        Drop(victim.id, "not_rendered", detail="the template does not show its text")
+                    )
+                continue
             if total <= budget:
                 return tuple(current), text, total, drops
             weakest = min(range(len(current)), key=lambda i: (current[i].score, -current[i].rank))

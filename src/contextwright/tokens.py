@@ -229,7 +229,9 @@ def _load_tiktoken(tiktoken: Any, name: str) -> Any:
             f"at run time. {_OFFLINE_HINT}"
         ) from None
     # the loader's own message may name a URL; say what failed without it
-    raise TokenizerError(f"could not load tiktoken encoding {name!r} ({type(last).__name__}). {_OFFLINE_HINT}")
+    raise TokenizerError(
+        f"could not load tiktoken encoding {name!r} ({type(last).__name__}). {_OFFLINE_HINT}"
+    )
 
 
 class _NotLocal(Exception):

@@ -49,6 +49,7 @@ DropReason = Literal[
     "contained_in",
     "over_budget",
     "irrelevant",
+    "not_rendered",
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -762,7 +763,10 @@ class AssembledContext:
 
             # a summary of dropped turns is text from the conversation: escaped like the context
             history = [
-                {"role": "system", "content": SUMMARY_PREFIX + self.format.escape(t["content"][len(SUMMARY_PREFIX) :])}
+                {
+                    "role": "system",
+                    "content": SUMMARY_PREFIX + self.format.escape(t["content"][len(SUMMARY_PREFIX) :]),
+                }
                 if t.get("role") == "system" and str(t.get("content", "")).startswith(SUMMARY_PREFIX)
                 else t
                 for t in history

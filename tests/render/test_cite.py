@@ -63,7 +63,9 @@ def test_citation_carries_snippet_span_and_merged_sources() -> None:
 
 
 def _cites(n: int) -> tuple:  # type: ignore[type-arg]
-    return build_citations([Chunk(f"t{i}", id=f"c{i}", source=f"{i}.md") for i in range(n)], get_format("numbered"))
+    return build_citations(
+        [Chunk(f"t{i}", id=f"c{i}", source=f"{i}.md") for i in range(n)], get_format("numbered")
+    )
 
 
 @pytest.mark.parametrize(

@@ -85,11 +85,16 @@ def test_the_chat_preset_prompt_does_not_ask_for_numbers() -> None:
 def test_messages_emit_one_system_message_with_history_summary_and_system_turns() -> None:
     history = [
         {"role": "system", "content": "You are terse."},
-        *[{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 30} for i in range(8)],
+        *[
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 30}
+            for i in range(8)
+        ],
         {"role": "user", "content": "latest"},
     ]
     asm = Assembler("qa", budget=300, history_tokens=120)
-    ctx = asm.assemble("q", CHUNKS, history=history, summarizer=lambda turns: f"{len(turns)} turns about words.")
+    ctx = asm.assemble(
+        "q", CHUNKS, history=history, summarizer=lambda turns: f"{len(turns)} turns about words."
+    )
     assert ctx.report.history is not None and ctx.report.history.summary
     for context_in in ("user", "system"):
         msgs = ctx.messages(context_in=context_in)  # type: ignore[arg-type]
@@ -105,4 +110,6 @@ def test_history_roles_are_system_user_assistant_tool_only(role: str) -> None:
     with pytest.raises(InputError, match=r"history\[0\]\.role must be one of system, user, assistant, tool"):
         build_messages("C", "Q", history=[{"role": role, "content": "x"}])
     with pytest.raises(InputError, match=r"history\[0\]\.role"):
-        Assembler("qa", budget=100, history_tokens=100).assemble("q", CHUNKS, history=[{"role": role, "content": "x"}])
+        Assembler("qa", budget=100, history_tokens=100).assemble(
+            "q", CHUNKS, history=[{"role": role, "content": "x"}]
+        )

@@ -29,15 +29,16 @@ format's grammar; the property tests check one block per citation.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError, MissingDependencyError
+from contextwright.errors import ConfigError
+from contextwright.limits import bounded, check_settings
 from contextwright.render.escape import IGNORABLE, clean, drop_blank_lines, escape_lines, oneline
-from contextwright.types import Chunk
+from contextwright.render.sandbox import TemplateLimits, compile_template, render_template
+from contextwright.types import Chunk, check_text
 
 __all__ = [
     "Format",
@@ -194,6 +195,10 @@ class Format:
         if end:
             out.append((end, None, 0))
         return out
+
+    def unrendered(self, blocks: Sequence[Chunk], *, query: str = "") -> tuple[int, ...]:
+        """Positions of blocks the rendered text does not show (only templates can leave one out)."""
+        return ()
 
     def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
         """The pieces of the rendered context, in order (see :meth:`layout`)."""
@@ -377,20 +382,33 @@ class MarkdownFormat(Format):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TemplateFormat(Format):
-    """A user template, rendered in a sandboxed Jinja2 environment.
+    """A user template, rendered in a bounded, sandboxed Jinja2 environment.
 
     The template receives ``blocks`` (each with ``n``, ``label``, ``text``
     (escaped), ``raw_text``, ``id``, ``doc_id``, ``source``, ``title``,
-    ``section``, ``page``, ``line``, ``score``, ``summary``) and ``query``.
+    ``section``, ``summary`` (escaped with ``escape_as``; the unescaped
+    values as ``raw_title``, ``raw_source``, ``raw_section``,
+    ``raw_summary``), ``page``, ``line``, ``score``) and ``query``.
     A template's token count is not additive, so the pipeline verifies the
-    final string with the tokenizer.
+    final string with the tokenizer. A block whose ``text``/``raw_text`` the
+    template never reads is not rendered: it is dropped (``not_rendered``)
+    and gets no citation.
+
+    Rendering is bounded (see :mod:`contextwright.render.sandbox`): values and
+    output of at most ``max_output_chars`` characters, at most ``max_steps``
+    executed template lines (loop iterations, recursion) and ``timeout_s``
+    seconds; beyond them, or on a sandbox violation or runtime error,
+    :class:`~contextwright.errors.ConfigError`.
 
     Args:
-        template: The Jinja2 template source.
+        template: The Jinja2 template source (at most 100,000 characters).
         escape_as: Which built-in escaping to apply to chunk text: ``xml``
             (tags), ``markdown`` (heading lines), ``numbered`` (``[n]`` lines),
             ``sources`` (``[SOURCE n]`` lines) or ``none``.
         label_format: How block ``n`` is cited, e.g. ``"[{n}]"``.
+        max_output_chars: Largest output (and intermediate value) in characters.
+        max_steps: Most template lines executed in one render.
+        timeout_s: Longest render in seconds.
 
     Example:
         >>> TemplateFormat(template="{% for b in blocks %}<doc n={{b.n}}>{{b.text}}</doc>\\n{% endfor %}")
@@ -401,6 +419,9 @@ class TemplateFormat(Format):
     template: str = ""
     escape_as: Literal["xml", "markdown", "numbered", "sources", "none"] = "xml"
     label_format: str = "[{n}]"
+    max_output_chars: int = bounded(1_000_000, 10_000_000)
+    max_steps: int = bounded(1_000_000, 100_000_000)
+    timeout_s: float = bounded(2.0, 60.0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.template, str) or not self.template:
@@ -408,13 +429,34 @@ class TemplateFormat(Format):
                 f"TemplateFormat.template must be the Jinja2 template source (a non-empty string); "
                 f"got {self.template!r}."
             )
+        if len(self.template) > MAX_TEMPLATE_CHARS:
+            raise ConfigError(
+                f"TemplateFormat.template has {len(self.template):,} characters, over the limit of "
+                f"{MAX_TEMPLATE_CHARS:,}."
+            )
         if self.escape_as not in _ESCAPES:
             raise ConfigError(
                 f"TemplateFormat.escape_as must be one of {', '.join(_ESCAPES)}; got {self.escape_as!r}."
             )
         if not isinstance(self.label_format, str) or "{n}" not in self.label_format:
             raise ConfigError(f"TemplateFormat.label_format must contain '{{n}}'; got {self.label_format!r}.")
-        _compile(self.template)
+        for name in ("max_output_chars", "max_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"TemplateFormat.{name} must be a positive integer; got {value!r}.")
+        if (
+            isinstance(self.timeout_s, bool)
+            or not isinstance(self.timeout_s, (int, float))
+            or not self.timeout_s > 0
+        ):
+            raise ConfigError(f"TemplateFormat.timeout_s must be a positive number; got {self.timeout_s!r}.")
+        check_settings(
+            type(self),
+            {f: getattr(self, f) for f in ("max_output_chars", "max_steps", "timeout_s")},
+            where="TemplateFormat",
+        )
+        check_text(self.template, "TemplateFormat.template", error=ConfigError)
+        compile_template(self.template)
 
     def label(self, n: int) -> str:
         return self.label_format.format(n=n)
@@ -427,46 +469,75 @@ class TemplateFormat(Format):
             return _clean(text)
         return get_format(self.escape_as).escape(text)
 
+    def _field(self, value: str | None) -> str | None:
+        """A header field as the template shows it: one line, escaped like the text."""
+        return None if value is None else self.escape(_oneline(value))
+
+    def _render(self, blocks: Sequence[Chunk], query: str) -> tuple[str, set[int]]:
+        read: set[int] = set()
+        items = [
+            _Block(
+                read,
+                n,
+                {
+                    "n": n,
+                    "label": self.label(n),
+                    "text": self.escape(c.text),
+                    "raw_text": c.text,
+                    "id": c.id,
+                    "doc_id": c.doc_id,
+                    "source": self._field(c.source),
+                    "title": self._field(c.title),
+                    "section": self._field(c.section),
+                    "summary": self.escape(c.doc_summary) if c.doc_summary else c.doc_summary,
+                    "raw_source": c.source,
+                    "raw_title": c.title,
+                    "raw_section": c.section,
+                    "raw_summary": c.doc_summary,
+                    "page": c.page,
+                    "line": c.line,
+                    "score": c.score,
+                },
+            )
+            for n, c in enumerate(blocks, 1)
+        ]
+        limits = TemplateLimits(
+            max_output_chars=self.max_output_chars, max_steps=self.max_steps, timeout_s=float(self.timeout_s)
+        )
+        return render_template(self.template, limits, blocks=items, query=query), read
+
     def layout(self, blocks: Sequence[Chunk], *, query: str = "") -> list[tuple[str, Chunk | None, int]]:
         if not blocks:
             return []
-        items = [
-            {
-                "n": n,
-                "label": self.label(n),
-                "text": self.escape(c.text),
-                "raw_text": c.text,
-                "id": c.id,
-                "doc_id": c.doc_id,
-                "source": c.source,
-                "title": c.title,
-                "section": c.section,
-                "page": c.page,
-                "line": c.line,
-                "score": c.score,
-                "summary": c.doc_summary,
-            }
-            for n, c in enumerate(blocks, 1)
-        ]
-        text = _compile(self.template).render(blocks=items, query=query)
+        text, _ = self._render(blocks, query)
         return [(text, None, 0)] if text else []
+
+    def unrendered(self, blocks: Sequence[Chunk], *, query: str = "") -> tuple[int, ...]:
+        if not blocks:
+            return ()
+        _, read = self._render(blocks, query)
+        return tuple(i for i in range(len(blocks)) if i + 1 not in read)
+
+
+class _Block(dict[str, Any]):
+    """A block as a template sees it; records whether the template read its text."""
+
+    __slots__ = ("_n", "_read")
+
+    def __init__(self, read: set[int], n: int, fields: dict[str, Any]) -> None:
+        super().__init__(fields)
+        self._read = read
+        self._n = n
+
+    def __getitem__(self, key: str) -> Any:
+        if key in ("text", "raw_text"):
+            self._read.add(self._n)
+        return super().__getitem__(key)
 
 
 _ESCAPES = ("xml", "markdown", "numbered", "sources", "none")
-
-
-@functools.lru_cache(maxsize=64)
-def _compile(template: str) -> Any:
-    try:
-        from jinja2 import TemplateSyntaxError
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-    except ImportError as exc:
-        raise MissingDependencyError("jinja2 is needed for templates: pip install jinja2") from exc
-    env = ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
-    try:
-        return env.from_string(template)
-    except TemplateSyntaxError as exc:
-        raise ConfigError(f"TemplateFormat.template: line {exc.lineno}: {exc.message}") from None
+#: Longest template source accepted.
+MAX_TEMPLATE_CHARS = 100_000
 
 
 _FORMATS: dict[str, type[Format]] = {
