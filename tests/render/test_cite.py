@@ -91,3 +91,17 @@ def test_implausible_block_numbers_are_not_citations(
 
 def test_a_context_with_many_blocks_cites_four_digit_numbers() -> None:
     assert parse_citation_numbers("[1200]", blocks=1500) == [1200]
+
+
+def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -> None:
+    from contextwright import assemble
+
+    chunks = [
+        {"id": "a", "text": "Same text here.", "score": 0.9, "source": "a.pdf", "page": 3, "line": 10},
+        {"id": "b", "text": "Same text here.", "score": 0.5, "source": "b.pdf", "page": 7, "line": 42},
+    ]
+    ctx = assemble("q", chunks, budget=300, format="numbered")
+    (cite,) = ctx.citations
+    assert cite.duplicates == ("b",)
+    assert cite.also_at == ({"id": "b", "source": "b.pdf", "page": 7, "line": 42},)
+    assert cite.to_dict()["also_at"] == [{"id": "b", "source": "b.pdf", "page": 7, "line": 42}]

@@ -100,3 +100,28 @@ def test_order_stage_by_name_and_error() -> None:
     assert isinstance(order_stage("relevance"), ScoreOrder)
     with pytest.raises(ConfigError, match=r"unknown order 'random'; valid: relevance"):
         order_stage("random")
+
+
+@pytest.mark.parametrize("stage", [ChronologicalOrder(), DocumentOrder()])
+def test_source_is_the_document_key_when_doc_id_is_missing(stage: object) -> None:
+    chunks = chunks_from_dicts(
+        [
+            {"id": "a2", "source": "a.md", "index": 2, "text": "a2", "score": 0.9},
+            {"id": "b1", "source": "b.md", "index": 1, "text": "b1", "score": 0.8},
+            {"id": "a1", "source": "a.md", "index": 1, "text": "a1", "score": 0.7},
+        ]
+    )
+    out = [c.id for c in stage(chunks).chunks]  # type: ignore[operator]
+    assert out.index("a1") + 1 == out.index("a2")  # one file's chunks together, in document order
+
+
+def test_grouped_format_shows_one_header_per_source() -> None:
+    from contextwright import assemble
+
+    chunks = [
+        {"id": "a2", "source": "a.md", "index": 2, "text": "a2", "score": 0.9},
+        {"id": "b1", "source": "b.md", "index": 1, "text": "b1", "score": 0.8},
+        {"id": "a1", "source": "a.md", "index": 1, "text": "a1", "score": 0.7},
+    ]
+    ctx = assemble("q", chunks, budget=300, preset="summarize")
+    assert ctx.text.count("## Document: a.md") == 1
