@@ -151,6 +151,8 @@ class Chunk:
     also_sources: tuple[str, ...] = ()
     spans: tuple[tuple[int, int], ...] = ()
     doc_summary: str | None = None
+    #: Where each folded duplicate was: ``(id, source, page, line)``.
+    also_at: tuple[tuple[str, str | None, int | None, int | None], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -166,9 +168,15 @@ class Chunk:
         return self.chunk_ids or (self.id,)
 
     @property
+    def doc_key(self) -> str | None:
+        """The document this chunk belongs to: ``doc_id``, else ``source`` (a file is a document), else None."""
+        return self.doc_id if self.doc_id is not None else self.source
+
+    @property
     def group_key(self) -> str:
-        """The document this chunk belongs to, or its own id when it has none."""
-        return self.doc_id if self.doc_id is not None else self.id
+        """The document this chunk belongs to (:attr:`doc_key`), or its own id when it has none."""
+        key = self.doc_id if self.doc_id is not None else self.source
+        return key if key is not None else self.id
 
     def with_ops(self, *ops: str, **changes: Any) -> Chunk:
         """Copy with ``ops`` extended and other fields replaced."""
@@ -308,6 +316,8 @@ class Chunk:
             value = getattr(self, name)
             if value:
                 out[name] = list(value)
+        if self.also_at:
+            out["also_at"] = [list(a) for a in self.also_at]
         return out
 
 
@@ -646,6 +656,9 @@ class Citation:
     ``chunk_ids`` lists every input chunk the block stands for (one, or several
     for a merged passage); ``also_sources`` lists the sources of duplicates that
     were folded into it, so a citation names every place the text appears.
+    ``duplicates`` are the ids of copies folded into the block by dedup and
+    ``also_at`` says where each copy was (``id``, ``source``, ``page``,
+    ``line``), so a reader can check the citation at any of its places.
     ``spans`` says which text of the chunk the block shows when a stage cut it
     (compressed, truncated, overlap stripped): ``(start, end)`` character
     offsets into the chunk's text as it was passed in (for a merged passage,
@@ -666,6 +679,8 @@ class Citation:
     also_sources: tuple[str, ...] = ()
     index_span: tuple[int, int] | None = None
     spans: tuple[tuple[int, int], ...] = ()
+    duplicates: tuple[str, ...] = ()
+    also_at: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -683,6 +698,8 @@ class Citation:
             "also_sources": list(self.also_sources),
             "index_span": list(self.index_span) if self.index_span else None,
             "spans": [list(s) for s in self.spans],
+            "duplicates": list(self.duplicates),
+            "also_at": [dict(a) for a in self.also_at],
         }
 
 

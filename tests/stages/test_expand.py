@@ -317,5 +317,7 @@ def test_no_store_warning_is_logged_once_per_process(caplog: pytest.LogCaptureFi
     with caplog.at_level("WARNING", logger="contextwright.stages.expand"):
         for _ in range(3):
             ctx = Assembler("documents", budget=200).assemble("q", chunks)
-            assert any("no chunk store" in n for s in ctx.report.stages for n in s.notes)  # still in every report
+            assert any(
+                "no chunk store" in n for s in ctx.report.stages for n in s.notes
+            )  # still in every report
     assert sum("no chunk store" in r.getMessage() for r in caplog.records) == 1

@@ -6,6 +6,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from contextwright.render.format import Format
 from contextwright.types import AssembledContext, Chunk, Citation
@@ -56,6 +57,11 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 also_sources=c.also_sources,
                 index_span=_span(c),
                 spans=c.spans,
+                duplicates=c.duplicates,
+                also_at=tuple(
+                    MappingProxyType({"id": i, "source": src, "page": page, "line": line})
+                    for i, src, page, line in c.also_at
+                ),
             )
         )
     return tuple(out)

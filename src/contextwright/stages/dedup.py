@@ -81,7 +81,7 @@ def _exact_key(text: str) -> bytes:
 
 
 def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
-    """The survivor, remembering the dropped copy's id and source for its citation."""
+    """The survivor, remembering the dropped copy's id, source, page and line for its citation."""
     sources = list(survivor.also_sources)
     for src in (dropped.source, *dropped.also_sources):
         if src and src != survivor.source and src not in sources:
@@ -89,7 +89,13 @@ def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
     dups = survivor.duplicates + tuple(
         i for i in (dropped.id, *dropped.duplicates) if i not in survivor.duplicates
     )
-    return replace(survivor, duplicates=dups, also_sources=tuple(sources))
+    known = {a[0] for a in survivor.also_at}
+    also_at = survivor.also_at + tuple(
+        a
+        for a in ((dropped.id, dropped.source, dropped.page, dropped.line), *dropped.also_at)
+        if a[0] not in known
+    )
+    return replace(survivor, duplicates=dups, also_sources=tuple(sources), also_at=also_at)
 
 
 @register_stage

@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 MAX_WINDOW = 3
 
 
+_warned_no_store = False
+
+
 @register_stage
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExpandNeighbors:
@@ -117,7 +120,13 @@ class ExpandNeighbors:
                 notes.append("window 0: expansion disabled")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
         if store is None:
-            logger.warning("expand stage has no chunk store; nothing expanded", extra={"chunks": len(inputs)})
+            global _warned_no_store
+            if not _warned_no_store:  # once per process; every report still carries the note
+                _warned_no_store = True
+                logger.warning(
+                    "expand stage has no chunk store; nothing expanded (logged once per process)",
+                    extra={"chunks": len(inputs)},
+                )
             notes.append("no chunk store configured (pass store= to the Assembler); nothing expanded")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
 

@@ -68,20 +68,20 @@ class ScoreOrder:
 @register_stage
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChronologicalOrder:
-    """Reading order: by document id (natural sort), then page, then index."""
+    """Reading order: by document (``doc_id``, else ``source``; natural sort), then page, then index."""
 
     name: ClassVar[str] = "chronological_order"
     requires: ClassVar[tuple[str, ...]] = ()
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
-        out = sorted(chunks, key=lambda c: (_natural(c.doc_id), _position(c)))
+        out = sorted(chunks, key=lambda c: (_natural(c.doc_key), _position(c)))
         return StageResult.of(self.name, chunks, out)
 
 
 @register_stage
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentOrder:
-    """Document-first: documents ranked by their best chunk, chunks in document order."""
+    """Document-first: documents (``doc_id``, else ``source``) ranked by their best chunk, chunks in document order."""
 
     name: ClassVar[str] = "document_order"
     requires: ClassVar[tuple[str, ...]] = ()
