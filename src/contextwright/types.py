@@ -270,7 +270,7 @@ class Chunk:
         metadata = {k: v for k, v in nested.items() if k != "embedding"} if nested else {}
         for k, v in data.items():
             if k not in _KNOWN_KEYS:
-                if isinstance(k, str):
+                if isinstance(k, str) and not k.isascii():
                     check_text(k, f"{where} key {_short(k)}")
                 metadata[k] = v
         if metadata:
@@ -386,22 +386,66 @@ def check_text(value: str, where: str, *, error: type[Exception] = InputError) -
 _MAX_DEPTH = 32
 
 
-def check_tree(value: Any, where: str, *, error: type[Exception] = InputError, depth: int = 0) -> None:
-    """:func:`check_text` over every string key and value of nested mappings and lists."""
+def check_tree(value: Any, where: str, *, error: type[Exception] = InputError) -> None:
+    """:func:`check_text` over every string key and value of nested mappings and lists.
+
+    Raises:
+        error: naming the path of the first bad string (``chunks[0].metadata.k[1].x``),
+            or of a container nested more than 32 levels deep.
+    """
+    path = _bad_path(value, 0)
+    if path is None:
+        return
+    label = where + "".join(
+        f"[{p}]" if isinstance(p, int) else (f".{p}" if p != "<key>" else " key") for p in path
+    )
+    if path and path[-1] == "__depth__":
+        raise error(
+            f"{label[: -len('.__depth__')]} is nested more than {_MAX_DEPTH} levels deep; flatten it."
+        )
+    bad = _value_at(value, path)
+    check_text(bad, label, error=error)
+
+
+def _bad_path(value: Any, depth: int) -> list[Any] | None:
+    """The path to the first string that is not valid Unicode, or None (cheap when all is ASCII)."""
     if isinstance(value, str):
-        check_text(value, where, error=error)
-    elif isinstance(value, Mapping):
+        return None if value.isascii() or _utf8_ok(value) else []
+    if isinstance(value, Mapping):
         if depth >= _MAX_DEPTH:
-            raise error(f"{where} is nested more than {_MAX_DEPTH} levels deep; flatten it.")
+            return ["__depth__"]
         for k, v in value.items():
-            if isinstance(k, str):
-                check_text(k, f"{where} key {_short(k)}", error=error)
-            check_tree(v, f"{where}.{k}", error=error, depth=depth + 1)
+            if isinstance(k, str) and not k.isascii() and not _utf8_ok(k):
+                return [k, "<key>"]
+            sub = _bad_path(v, depth + 1)
+            if sub is not None:
+                return [k, *sub]
     elif isinstance(value, (list, tuple)):
         if depth >= _MAX_DEPTH:
-            raise error(f"{where} is nested more than {_MAX_DEPTH} levels deep; flatten it.")
+            return ["__depth__"]
         for i, v in enumerate(value):
-            check_tree(v, f"{where}[{i}]", error=error, depth=depth + 1)
+            sub = _bad_path(v, depth + 1)
+            if sub is not None:
+                return [i, *sub]
+    return None
+
+
+def _value_at(value: Any, path: list[Any]) -> str:
+    previous: Any = None
+    for p in path:
+        if p == "<key>":
+            return str(previous)  # the bad string is the key itself
+        previous = p
+        value = value[p]
+    return str(value)
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_chunk(chunk: Chunk, where: str) -> None:
