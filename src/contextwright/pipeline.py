@@ -18,10 +18,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextwright.errors import AssemblyCancelled, ConfigError
+from contextwright.errors import AssemblyCancelled, ConfigError, InputError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
+from contextwright.textcheck import check_text
 from contextwright.tokens import CachedTokenizer
 from contextwright.types import (
     AssembledContext,
@@ -135,6 +136,14 @@ class Plan:
         }
 
 
+def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]]) -> tuple[Chunk, ...]:
+    """The query checked and the chunks normalized (every string that enters is checked)."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string; got {type(query).__name__}.")
+    check_text(query, "query")
+    return chunks_from_dicts(chunks)
+
+
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
@@ -194,7 +203,7 @@ class Pipeline:
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs = _inputs(query, chunks)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
@@ -231,6 +240,7 @@ class Pipeline:
             report=report,
             query=query,
             tokenizer=tokenizer.name,
+            format=self.format,
         )
 
     def _run_stages(
@@ -298,7 +308,7 @@ class Pipeline:
         the render may still drop a block if the exact count of the final
         string differs (see :meth:`run`).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs = _inputs(query, chunks)
         meter, current, reports, input_tokens, _ = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
@@ -329,6 +339,15 @@ class Pipeline:
         verify = self.verify == "always"
         while True:
             text, total = meter.measure(current, query=query, verify=verify)
+            hidden = self.format.unrendered(current, query=query)
+            if hidden:
+                # a template that leaves a block out must not cite it (invariant 3)
+                for i in sorted(hidden, reverse=True):
+                    victim = current.pop(i)
+                    drops.append(
+                        Drop(victim.id, "not_rendered", detail="the template does not show its text")
+                    )
+                continue
             if total <= budget:
                 return tuple(current), text, total, drops
             weakest = min(range(len(current)), key=lambda i: (current[i].score, -current[i].rank))

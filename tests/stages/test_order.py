@@ -155,3 +155,28 @@ def test_prior_order_rejects_a_missing_prior_file_naming_it(tmp_path: object) ->
         PriorOrder(prior=f"{tmp_path}/nope.json")
     with pytest.raises(ConfigError, match="prior must be 'liu2024' or the path"):
         PriorOrder(prior="")
+
+
+@pytest.mark.parametrize("stage", [ChronologicalOrder(), DocumentOrder()])
+def test_source_is_the_document_key_when_doc_id_is_missing(stage: object) -> None:
+    chunks = chunks_from_dicts(
+        [
+            {"id": "a2", "source": "a.md", "index": 2, "text": "a2", "score": 0.9},
+            {"id": "b1", "source": "b.md", "index": 1, "text": "b1", "score": 0.8},
+            {"id": "a1", "source": "a.md", "index": 1, "text": "a1", "score": 0.7},
+        ]
+    )
+    out = [c.id for c in stage(chunks).chunks]  # type: ignore[operator]
+    assert out.index("a1") + 1 == out.index("a2")  # one file's chunks together, in document order
+
+
+def test_grouped_format_shows_one_header_per_source() -> None:
+    from contextwright import assemble
+
+    chunks = [
+        {"id": "a2", "source": "a.md", "index": 2, "text": "a2", "score": 0.9},
+        {"id": "b1", "source": "b.md", "index": 1, "text": "b1", "score": 0.8},
+        {"id": "a1", "source": "a.md", "index": 1, "text": "a1", "score": 0.7},
+    ]
+    ctx = assemble("q", chunks, budget=300, preset="summarize")
+    assert ctx.text.count("## Document: a.md") == 1

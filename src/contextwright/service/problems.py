@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PHRASES",
     "PROBLEM_JSON",
+    "VALID_KEYS",
     "BodyTimeout",
     "BodyTooLarge",
     "Failure",
@@ -56,6 +57,10 @@ PHRASES = {
 }
 
 Loc = list[str | int]
+
+#: The top-level keys of each endpoint's request body (filled by the routes), named
+#: in the problem for an unknown key.
+VALID_KEYS: dict[str, list[str]] = {}
 
 
 def problem_body(
@@ -108,6 +113,7 @@ def body_too_large(limit: int) -> str:
 
 
 _CHUNK_PATH = re.compile(r"^chunks\[(\d+)\](?:\.((?:metadata\.)?\w+))?")
+_HISTORY_PATH = re.compile(r"^history\[(\d+)\](?:\.(\w+))?")
 _STAGE_PATH = re.compile(r"^stages\[(\d+)\]")
 
 
@@ -115,6 +121,11 @@ def input_loc(message: str) -> Loc:
     """The field path an InputError message names (``chunks[3].score`` -> body/chunks/3/score)."""
     m = _CHUNK_PATH.match(message)
     if not m:
+        h = _HISTORY_PATH.match(message)
+        if h:
+            return ["body", "history", int(h.group(1)), *([h.group(2)] if h.group(2) else [])]
+        if message.startswith("query "):
+            return ["body", "query"]
         return ["body", "chunks"]
     loc: Loc = ["body", "chunks", int(m.group(1))]
     if m.group(2):
@@ -180,7 +191,11 @@ def add_handlers(app: FastAPI) -> None:
         errors: list[dict[str, Any]] = []
         for e in exc.errors():
             loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
-            errors.append({"loc": loc, "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))})
+            msg = str(e.get("msg", ""))
+            valid = VALID_KEYS.get(request.url.path)
+            if e.get("type") == "extra_forbidden" and len(loc) == 2 and valid:
+                msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
+            errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
         first_loc: Loc = errors[0]["loc"] if errors else ["body"]
         first_msg = errors[0]["msg"] if errors else "invalid request"
         path = ".".join(str(p) for p in first_loc)

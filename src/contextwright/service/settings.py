@@ -43,6 +43,9 @@ class ServiceConfig:
             (:func:`contextwright.stores.open_store`: ``sqlite:///chunks.db``,
             ``postgresql://...``).
         max_assemblers: How many distinct configurations to keep assemblers for.
+        max_request_work: Most work one request may ask for: its number of chunks
+            times the sum of its stages' work settings (``num_perm``, ``window``,
+            ...; see :mod:`contextwright.limits`). 422 ``too-much-work`` above.
         allow_templates: Accept ``{"type": "template"}`` formats from requests
             (a template can burn CPU, so it is off by default).
         allow_network_stages: Accept request stages with URL/endpoint settings
@@ -90,6 +93,7 @@ class ServiceConfig:
     order: str | None = None
     store_url: str | None = None
     max_assemblers: int = 64
+    max_request_work: int = 500_000
     allow_templates: bool = False
     allow_network_stages: bool = False
     log_level: str = "info"
@@ -105,7 +109,7 @@ class ServiceConfig:
 
     def __post_init__(self) -> None:
         positive = ("port", "workers", "max_body_bytes", "max_chunks", "max_text_chars", "max_query_chars")
-        for name in (*positive, "threads", "max_assemblers", "rate_limit_burst"):
+        for name in (*positive, "threads", "max_assemblers", "max_request_work", "rate_limit_burst"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"service setting {name!r} must be a positive integer; got {value!r}.")
@@ -196,6 +200,7 @@ _INT_FIELDS = {
     "threads",
     "budget",
     "max_assemblers",
+    "max_request_work",
     "rate_limit_burst",
 }
 _FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s"}

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contextwright.errors import ConfigError, LLMError
+from contextwright.limits import bounded
 from contextwright.llm import ChatClient, check_client_settings
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
@@ -326,14 +327,14 @@ class ExtractiveCompress:
     name: ClassVar[str] = "compress"
     requires: ClassVar[tuple[str, ...]] = ("query", "meter", "budget")
     optional: ClassVar[tuple[str, ...]] = ("embedder",)
-    ratio: float = 0.6
-    max_sentences: int | None = 2
-    whole_share: float = 0.9
-    min_score: float | None = None
-    min_sentence_score: float = 0.0
+    ratio: float = bounded(0.6, 1.0)
+    max_sentences: int | None = bounded(2, 1_000)
+    whole_share: float = bounded(0.9, 1.0)
+    min_score: float | None = bounded(None, 1e9)
+    min_sentence_score: float = bounded(0.0, 1e9)
     scoring: Literal["auto", "bm25", "embedding"] = "auto"
-    length_norm: float = 0.0
-    max_words: int | None = 40
+    length_norm: float = bounded(0.0, 100.0)
+    max_words: int | None = bounded(40, 10_000)
 
     def __post_init__(self) -> None:
         if isinstance(self.ratio, bool) or not isinstance(self.ratio, (int, float)) or not 0 < self.ratio < 1:
@@ -695,12 +696,12 @@ class LLMCompress:
     base_url: str = ""
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = 4
-    timeout_s: float = 30.0
-    retries: int = 2
-    max_sentences: int | None = 2
-    whole_share: float = 0.9
-    max_tokens: int | None = None
+    max_concurrency: int = bounded(4, 64)
+    timeout_s: float = bounded(30.0, 600.0)
+    retries: int = bounded(2, 10)
+    max_sentences: int | None = bounded(2, 1_000)
+    whole_share: float = bounded(0.9, 1.0)
+    max_tokens: int | None = bounded(None, 32_768)
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not isinstance(self.model, str):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from contextwright.errors import ConfigError
+from contextwright.limits import bounded
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Chunk, StageResult
@@ -68,20 +69,20 @@ class ScoreOrder:
 @register_stage
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChronologicalOrder:
-    """Reading order: by document id (natural sort), then page, then index."""
+    """Reading order: by document (``doc_id``, else ``source``; natural sort), then page, then index."""
 
     name: ClassVar[str] = "chronological_order"
     requires: ClassVar[tuple[str, ...]] = ()
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
-        out = sorted(chunks, key=lambda c: (_natural(c.doc_id), _position(c)))
+        out = sorted(chunks, key=lambda c: (_natural(c.doc_key), _position(c)))
         return StageResult.of(self.name, chunks, out)
 
 
 @register_stage
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentOrder:
-    """Document-first: documents ranked by their best chunk, chunks in document order."""
+    """Document-first: documents (``doc_id``, else ``source``) ranked by their best chunk, chunks in document order."""
 
     name: ClassVar[str] = "document_order"
     requires: ClassVar[tuple[str, ...]] = ()
@@ -140,7 +141,7 @@ class AutoOrder:
 
     name: ClassVar[str] = "auto_order"
     requires: ClassVar[tuple[str, ...]] = ()
-    threshold: int = 3
+    threshold: int = bounded(3, 10_000)
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or self.threshold < 0:
