@@ -14,6 +14,7 @@ us::
     ├── StoreError(RuntimeError)      a chunk store failed or timed out
     ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
     ├── LLMError(RuntimeError)        a model endpoint failed or replied with no chat completion
+    ├── AssemblyCancelled(RuntimeError) stopped at a stage boundary (deadline passed)
     └── MissingDependencyError(ImportError)  an optional extra is not installed
 
 Messages name the setting or field, show the value that was received, and say
@@ -23,6 +24,7 @@ how to fix it.
 from __future__ import annotations
 
 __all__ = [
+    "AssemblyCancelled",
     "BudgetError",
     "HistoryBudgetError",
     "CompressionError",
@@ -80,6 +82,10 @@ class LLMError(ContextwrightError, RuntimeError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class AssemblyCancelled(ContextwrightError, RuntimeError):
+    """An assembly was cancelled (its deadline passed) and stopped at a stage boundary."""
 
 
 class MissingDependencyError(ContextwrightError, ImportError):
