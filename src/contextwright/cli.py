@@ -499,6 +499,99 @@ if typer is not None:
             f"in {elapsed:.2f} s"
         )
 
+    # -- batch: many queries, file to file (contextwright.batch) ---------------------
+
+    @app.command("batch")
+    def batch_cmd(
+        input: Annotated[
+            str,
+            typer.Argument(
+                help="JSONL(.gz) or Parquet of queries ({id, question, chunks} or {query, chunks})."
+            ),
+        ],
+        output: Annotated[
+            str,
+            typer.Argument(
+                help="Output .jsonl, .jsonl.gz or .parquet of {id, text, tokens, citations, report}."
+            ),
+        ],
+        engine: Annotated[
+            str, typer.Option(help="local (processes) or ray (Ray Data; RAY_ADDRESS picks a cluster).")
+        ] = "local",
+        workers: Annotated[
+            int | None, typer.Option(help="Processes or Ray actors (default: one per CPU).")
+        ] = None,
+        preset: PresetOpt = "qa",
+        model: ModelOpt = None,
+        budget: BudgetOpt = None,
+        format: FormatOpt = None,
+        order: OrderOpt = None,
+        tokenizer: TokenizerOpt = None,
+        store: StoreOpt = None,
+        expand: Annotated[
+            int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
+        ] = None,
+        errors: Annotated[
+            str | None, typer.Option(help="Error rows file (default: OUTPUT.errors.jsonl).")
+        ] = None,
+        batch_size: Annotated[int, typer.Option(min=1, help="Rows per task.")] = 16,
+        timings: Annotated[
+            bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
+        ] = False,
+    ) -> None:
+        """Assemble every query of a file (locally or on Ray); failed rows go to an errors file."""
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        from contextwright.batch import BatchSettings, run_batch
+        from contextwright.errors import ContextwrightError
+
+        if engine not in ("local", "ray"):
+            fail(f"--engine must be local or ray; got {engine!r}.")
+        if expand is not None and store is None:
+            fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+        settings = BatchSettings(
+            preset=preset,
+            model=model,
+            budget=budget,
+            tokenizer=tokenizer,
+            format=format,
+            order=order,
+            store=store,
+            expand=expand,
+            timings=timings,
+        )
+        try:
+            with Progress(
+                TextColumn(f"batch ({engine})"),
+                TextColumn("{task.fields[done]:,} rows · {task.fields[errors]:,} errors"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=not err.is_terminal,
+            ) as bar:
+                task = bar.add_task("batch", total=None, done=0, errors=0)
+                stats = run_batch(
+                    input,
+                    output,
+                    engine=engine,  # type: ignore[arg-type]
+                    workers=workers,
+                    errors=errors,
+                    batch_size=batch_size,
+                    settings=settings,
+                    progress=lambda done, failed: bar.update(task, done=done, errors=failed),
+                )
+        except ContextwrightError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {output!r}: {exc.strerror or exc}")
+        line = (
+            f"assembled {stats.rows:,} rows into {output} with {engine} × {stats.workers} "
+            f"in {stats.seconds:.2f} s ({stats.per_second:,.1f} rows/s)"
+        )
+        if stats.errors:
+            line += f"; {stats.errors:,} error rows in {stats.errors_path}"
+        Console(highlight=False, soft_wrap=True).print(line)
+
     # -- eval (contextwright.eval) ---------------------------------------------
 
     @app.command("eval")
