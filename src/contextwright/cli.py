@@ -614,6 +614,9 @@ if typer is not None:
         ] = None,
         limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
         workers: Annotated[int, typer.Option(help="Worker processes (results are identical to 1).")] = 1,
+        engine: Annotated[
+            str, typer.Option(help="local (processes) or ray (Ray Data actors; RAY_ADDRESS picks a cluster).")
+        ] = "local",
         tokenizer: Annotated[str, typer.Option(help="Tokenizer that defines the budget.")] = "cl100k_base",
         prior: Annotated[
             str | None,
@@ -643,6 +646,8 @@ if typer is not None:
             budgets = [int(b) for b in _csv(budget)]
         except ValueError:
             fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
+        if engine not in ("local", "ray"):
+            fail(f"--engine must be local or ray; got {engine!r}.")
         names: list[str] = _csv(strategy) if strategy else default_strategies()
         # A stage warns once per call; over hundreds of queries, show each distinct warning once.
         seen: set[tuple[str, str]] = set()
@@ -676,6 +681,7 @@ if typer is not None:
                     prior=prior,
                     corpus=corpus,
                     workers=workers,
+                    engine=engine,  # type: ignore[arg-type]
                     progress=lambda done, total: bar.update(task, completed=done),
                 )
             for name, reason in result.skipped.items():
