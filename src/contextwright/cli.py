@@ -592,6 +592,120 @@ if typer is not None:
             line += f"; {stats.errors:,} error rows in {stats.errors_path}"
         Console(highlight=False, soft_wrap=True).print(line)
 
+    # -- dedup-corpus: near duplicates over a whole corpus (contextwright.corpus_dedup) --
+
+    @app.command("dedup-corpus")
+    def dedup_corpus_cmd(
+        corpus: Annotated[
+            str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with 'text' (and 'id').")
+        ],
+        out: Annotated[
+            str | None, typer.Option(help="Write the pairs here as JSONL {a, b, a_pos, b_pos, jaccard}.")
+        ] = None,
+        threshold: Annotated[float, typer.Option(help="Jaccard similarity of word shingles.")] = 0.9,
+        shingle_size: Annotated[int, typer.Option(help="Words per shingle.")] = 3,
+        num_perm: Annotated[int, typer.Option(help="MinHash hash functions.")] = 32,
+        seed: Annotated[int, typer.Option(help="Seed of the hash functions.")] = 1,
+        stats: Annotated[
+            bool, typer.Option("--stats", help="Print a JSON line of counts, seconds and peak memory.")
+        ] = False,
+    ) -> None:
+        """Find near-duplicate chunks in a whole corpus (MinHash LSH, verified by exact Jaccard)."""
+        import json
+        import resource
+
+        from contextwright.corpus_dedup import iter_texts, near_duplicate_pairs
+        from contextwright.errors import ContextwrightError
+
+        found: dict[int, tuple[str, str]] = {}
+
+        def reread(positions: set[int]) -> dict[int, str]:
+            import gzip
+
+            opener: Any = gzip.open if corpus.endswith(".gz") else open
+            pos = -1
+            with opener(corpus, "rt", encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    pos += 1
+                    if pos in positions:
+                        row = json.loads(line)
+                        found[pos] = (str(row.get("id", pos)), row["text"])
+            return {p: t for p, (_, t) in found.items()}
+
+        try:
+            with _progress_bar("dedup-corpus", "chunks hashed") as update:
+                result = near_duplicate_pairs(
+                    iter_texts(corpus),
+                    threshold=threshold,
+                    shingle_size=shingle_size,
+                    num_perm=num_perm,
+                    seed=seed,
+                    reread=reread,
+                    progress=update,
+                )
+        except ContextwrightError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot read {corpus!r}: {exc.strerror or exc}")
+        if out is not None:
+            with open(out, "w", encoding="utf-8") as f:
+                for p in result.pairs:
+                    row = {
+                        "a": found[p.a][0],
+                        "b": found[p.b][0],
+                        "a_pos": p.a,
+                        "b_pos": p.b,
+                        "jaccard": p.jaccard,
+                    }
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        bands, rows = result.bands
+        err.print(
+            f"{result.chunks:,} chunks · {result.candidates:,} candidates ({bands} bands × {rows} rows) · "
+            f"{len(result.pairs):,} near-duplicate pairs ≥ {threshold} · {len(result.duplicates):,} chunks to drop "
+            f"· {result.seconds:.1f} s" + (f" → {out}" if out else ""),
+            highlight=False,
+            markup=False,
+        )
+        if stats:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "chunks": result.chunks,
+                        "candidates": result.candidates,
+                        "pairs": len(result.pairs),
+                        "duplicates": len(result.duplicates),
+                        "seconds": round(result.seconds, 3),
+                        "timings": {k: round(v, 3) for k, v in result.timings.items()},
+                        "peak_rss_mb": round(peak, 1),
+                    }
+                )
+                + "\n"
+            )
+
+    def _progress_bar(label: str, unit: str) -> Any:
+        """A transient counter on stderr (only on a terminal); yields ``update(done)``."""
+        import contextlib
+
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        @contextlib.contextmanager
+        def bar() -> Any:
+            with Progress(
+                TextColumn(label),
+                TextColumn("{task.fields[done]:,} " + unit),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=not err.is_terminal,
+            ) as p:
+                task = p.add_task(label, total=None, done=0)
+                yield lambda done: p.update(task, done=done)
+
+        return bar()
+
     # -- eval (contextwright.eval) ---------------------------------------------
 
     @app.command("eval")
