@@ -198,12 +198,17 @@ def near_duplicate_pairs(
     else:
         assert isinstance(texts, Sequence)
         source = {i: texts[i] for i in needed}
-    sets = {i: shingles(source[i], shingle_size) for i in needed}
     pairs = []
-    for a, b in zip(a_pos, b_pos, strict=True):
-        j = jaccard(sets[a], sets[b])
-        if j >= threshold:
-            pairs.append(NearPair(a, b, round(j, 6)))
+    # verify in blocks of candidates (sorted by a), holding only the block's shingle sets
+    step = 100_000
+    for at in range(0, len(a_pos), step):
+        block = list(zip(a_pos[at : at + step], b_pos[at : at + step], strict=True))
+        sets = {i: shingles(source[i], shingle_size) for pair in block for i in pair}
+        for a, b in block:
+            j = jaccard(sets[a], sets[b])
+            if j >= threshold:
+                pairs.append(NearPair(a, b, round(j, 6)))
+        del sets
     # clusters: union-find over verified pairs; each cluster keeps its first chunk
     parent: dict[int, int] = {}
 
