@@ -225,6 +225,7 @@ def bench_dedup(corpus: Path, facts: dict[str, Any], work: Path) -> dict[str, An
         "chunks": facts["chunks"],
         "wall_s": secs,
         "dedup_s": stats["seconds"],
+        "timings": stats["timings"],
         "peak_mb": stats["peak_rss_mb"],
         "pairs": len(found),
         "candidates": stats["candidates"],
@@ -280,7 +281,9 @@ def main() -> None:
             print(
                 f"  dedup-corpus {d['dedup_s']:.1f} s (process {d['wall_s']:.1f} s), peak {d['peak_mb']:.0f} MB, "
                 f"{d['candidates']:,} candidates, {d['pairs']:,} pairs, planted recall {d['recall']:.3f} ({d['planted_due']:,}), "
-                f"exact-Jaccard agreement {d['precision_sample']:.3f} on {d['sample']}",
+                f"exact-Jaccard agreement {d['precision_sample']:.3f} on {d['sample']}; "
+                f"signatures {d['timings']['signatures']:.1f} s, LSH {d['timings']['lsh']:.1f} s, "
+                f"verification {d['timings']['verify']:.1f} s",
                 flush=True,
             )
     if store_rows:

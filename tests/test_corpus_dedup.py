@@ -99,3 +99,11 @@ def test_cli_dedup_corpus_writes_pairs_and_stats(tmp_path: Path) -> None:
     assert all(p["a"] == f"c{p['a_pos']}" and p["jaccard"] >= 0.8 for p in pairs)
     bad = runner.invoke(app, ["dedup-corpus", str(tmp_path / "missing.jsonl")])
     assert bad.exit_code == 2 and "missing.jsonl" in bad.output
+
+
+def test_worker_processes_give_the_same_pairs() -> None:
+    texts = _corpus(7)
+    one = near_duplicate_pairs(texts, threshold=0.8, batch=50)
+    two = near_duplicate_pairs(texts, threshold=0.8, batch=50, workers=2)
+    assert (two.pairs, two.duplicates, two.candidates) == (one.pairs, one.duplicates, one.candidates)
+    assert one.pairs

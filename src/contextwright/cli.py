@@ -606,12 +606,16 @@ if typer is not None:
         shingle_size: Annotated[int, typer.Option(help="Words per shingle.")] = 3,
         num_perm: Annotated[int, typer.Option(help="MinHash hash functions.")] = 32,
         seed: Annotated[int, typer.Option(help="Seed of the hash functions.")] = 1,
+        workers: Annotated[
+            int | None, typer.Option(min=1, help="Processes hashing (default: one per CPU; same result).")
+        ] = None,
         stats: Annotated[
             bool, typer.Option("--stats", help="Print a JSON line of counts, seconds and peak memory.")
         ] = False,
     ) -> None:
         """Find near-duplicate chunks in a whole corpus (MinHash LSH, verified by exact Jaccard)."""
         import json
+        import os
         import resource
 
         from contextwright.corpus_dedup import iter_texts, near_duplicate_pairs
@@ -644,6 +648,7 @@ if typer is not None:
                     seed=seed,
                     reread=reread,
                     progress=update,
+                    workers=workers or os.cpu_count() or 1,
                 )
         except ContextwrightError as exc:
             fail(str(exc))
@@ -669,7 +674,14 @@ if typer is not None:
             markup=False,
         )
         if stats:
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            # the largest process: this one, or a hashing worker
+            peak = (
+                max(
+                    resource.getrusage(who).ru_maxrss
+                    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                )
+                / 1024
+            )
             sys.stdout.write(
                 json.dumps(
                     {

@@ -74,12 +74,37 @@ class CorpusDedupResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _check(threshold: float, shingle_size: int, num_perm: int, batch: int) -> None:
+def _check(threshold: float, shingle_size: int, num_perm: int, batch: int, workers: int) -> None:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise ConfigError(f"threshold must be a Jaccard similarity in (0, 1]; got {threshold!r}.")
-    for name, v, low in (("shingle_size", shingle_size, 1), ("num_perm", num_perm, 8), ("batch", batch, 1)):
+    for name, v, low in (
+        ("shingle_size", shingle_size, 1),
+        ("num_perm", num_perm, 8),
+        ("batch", batch, 1),
+        ("workers", workers, 1),
+    ):
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise ConfigError(f"{name} must be an integer >= {low}; got {v!r}.")
+
+
+def _signatures(texts: list[str], k: int, num_perm: int, seed: int) -> tuple[Any, Any]:
+    sig, has_words, _, _, _ = _minhash([shingle_words(t) for t in texts], k, num_perm, seed)
+    return sig, has_words
+
+
+def _ordered(
+    pool: Any, parts: Iterator[list[str]], settings: tuple[int, int, int], ahead: int
+) -> Iterator[Any]:
+    """Signatures of each part from the pool, in order, with at most ``ahead`` parts in flight."""
+    from collections import deque
+
+    pending: deque[Any] = deque()
+    for part in parts:
+        pending.append(pool.submit(_signatures, part, *settings))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _band_keys(np: Any, sig: Any, bands: int, rows: int) -> Any:
@@ -139,6 +164,7 @@ def near_duplicate_pairs(
     batch: int = 20_000,
     reread: Callable[[set[int]], dict[int, str]] | None = None,
     progress: Callable[[int], None] | None = None,
+    workers: int = 1,
 ) -> CorpusDedupResult:
     """Find every pair of near-duplicate chunks in a corpus (Jaccard of word shingles >= ``threshold``).
 
@@ -153,11 +179,12 @@ def near_duplicate_pairs(
             default the texts of candidate pairs are kept from the first pass,
             which needs ``texts`` to be a sequence.
         progress: Called with the number of chunks hashed after each batch.
+        workers: Processes computing signatures (batches in order; same result).
 
     Returns:
         The verified pairs and the duplicate positions (see :class:`CorpusDedupResult`).
     """
-    _check(threshold, shingle_size, num_perm, batch)
+    _check(threshold, shingle_size, num_perm, batch, workers)
     try:
         import numpy as np
     except ImportError:
@@ -168,16 +195,27 @@ def near_duplicate_pairs(
     sigs, valid = [], []
     count = 0
     it = iter(texts)
-    while True:
-        part = list(itertools.islice(it, batch))
-        if not part:
-            break
-        sig, has_words, _, _, _ = _minhash([shingle_words(t) for t in part], shingle_size, num_perm, seed)
-        sigs.append(sig)
-        valid.append(has_words)
-        count += len(part)
-        if progress is not None:
-            progress(count)
+    parts = iter(lambda: list(itertools.islice(it, batch)), [])
+    settings = (shingle_size, num_perm, seed)
+    if workers == 1:
+        results: Iterator[tuple[Any, Any]] = (_signatures(part, *settings) for part in parts)
+        pool = None
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        results = _ordered(pool, parts, settings, ahead=2 * workers)
+    try:
+        for sig, has_words in results:
+            sigs.append(sig)
+            valid.append(has_words)
+            count += len(has_words)
+            if progress is not None:
+                progress(count)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     t_sig = time.perf_counter()
     bands, rows = lsh_bands(threshold, num_perm)
     if not sigs:
