@@ -226,6 +226,7 @@ def bench_dedup(corpus: Path, facts: dict[str, Any], work: Path) -> dict[str, An
         "wall_s": secs,
         "dedup_s": stats["seconds"],
         "timings": stats["timings"],
+        "cpu_s": stats["cpu_s"],
         "peak_mb": stats["peak_rss_mb"],
         "pairs": len(found),
         "candidates": stats["candidates"],
@@ -279,7 +280,8 @@ def main() -> None:
             d = bench_dedup(corpus, facts, work)
             dedup_rows.append(d)
             print(
-                f"  dedup-corpus {d['dedup_s']:.1f} s (process {d['wall_s']:.1f} s), peak {d['peak_mb']:.0f} MB, "
+                f"  dedup-corpus {d['dedup_s']:.1f} s (process {d['wall_s']:.1f} s, CPU {d['cpu_s']:.1f} s), "
+                f"peak {d['peak_mb']:.0f} MB, "
                 f"{d['candidates']:,} candidates, {d['pairs']:,} pairs, planted recall {d['recall']:.3f} ({d['planted_due']:,}), "
                 f"exact-Jaccard agreement {d['precision_sample']:.3f} on {d['sample']}; "
                 f"signatures {d['timings']['signatures']:.1f} s, LSH {d['timings']['lsh']:.1f} s, "

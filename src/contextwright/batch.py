@@ -489,8 +489,12 @@ def run_batch(
         progress: ``progress(rows_done, errors)`` after each batch.
         settings: A :class:`BatchSettings`, or its fields as keywords.
 
+    Returns:
+        Rows written, error rows, engine, workers and seconds.
+
     Raises:
-        ConfigError: bad settings or engine; InputError: unreadable input file.
+        ConfigError: for bad settings or an unknown engine.
+        InputError: when the input file cannot be read.
     """
     import time
 

@@ -674,14 +674,10 @@ if typer is not None:
             markup=False,
         )
         if stats:
-            # the largest process: this one, or a hashing worker
-            peak = (
-                max(
-                    resource.getrusage(who).ru_maxrss
-                    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-                )
-                / 1024
-            )
+            # the largest process (this one, or a hashing worker), and the CPU time of all of them
+            usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            peak = max(u.ru_maxrss for u in usage) / 1024
+            cpu = sum(u.ru_utime + u.ru_stime for u in usage)
             sys.stdout.write(
                 json.dumps(
                     {
@@ -692,6 +688,7 @@ if typer is not None:
                         "seconds": round(result.seconds, 3),
                         "timings": {k: round(v, 3) for k, v in result.timings.items()},
                         "peak_rss_mb": round(peak, 1),
+                        "cpu_s": round(cpu, 2),
                     }
                 )
                 + "\n"
