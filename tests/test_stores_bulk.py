@@ -71,7 +71,7 @@ def test_postgres_copy_load_equals_full_path(tmp_path: Path, pg_dsn: str) -> Non
             bad.write_text(
                 '{"id": "z", "doc_id": "z", "index": 0, "text": "z"}\nnot json\n', encoding="utf-8"
             )
-            with pytest.raises(InputError, match="bad.jsonl:2"):
+            with pytest.raises(InputError, match=r"bad\.jsonl:2"):
                 store.load_jsonl(bad)
             assert store.count() == 5
         finally:
