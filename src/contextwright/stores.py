@@ -272,14 +272,101 @@ def read_jsonl(path: str | os.PathLike[str], *, progress: Progress | None = None
             progress(count, total, total)
 
 
+_PLAIN_STR = ("id", "doc_id", "text", "title", "source", "section")
+_PLAIN_INT = ("index", "page", "line")
+_PLAIN_KEYS = frozenset((*_PLAIN_STR, *_PLAIN_INT, "score", "rank"))
+
+
+def _plain_row(data: Any) -> tuple[Any, ...] | None:
+    """The store row of a chunk mapping in canonical form, or None when it needs ``Chunk.from_dict``.
+
+    Loading a million chunks spends most of its time building ``Chunk`` objects
+    only to flatten them again. A mapping that uses only the canonical field
+    names with plain values (``id``/``doc_id``/``text``/``title``/``source``/
+    ``section`` strings, ``index``/``page``/``line`` integers, and ``score``/
+    ``rank``, which a store does not keep) gives the same row directly;
+    anything else (aliases, metadata, embeddings, odd types) takes the full
+    path, with its checks and messages.
+    """
+    if type(data) is not dict or not data.keys() <= _PLAIN_KEYS:
+        return None
+    get = data.get
+    for name in _PLAIN_STR:
+        v = get(name)
+        if v is not None and (type(v) is not str or not v):
+            return None
+    for name in _PLAIN_INT:
+        v = get(name)
+        if v is not None and type(v) is not int:
+            return None
+    text, cid, doc_id, idx = get("text"), get("id"), get("doc_id"), get("index")
+    if text is None or not text.strip() or cid is None or doc_id is None or idx is None:
+        return None
+    return (
+        doc_id,
+        idx,
+        cid,
+        text,
+        get("title"),
+        get("source"),
+        get("section"),
+        get("page"),
+        get("line"),
+        None,
+        None,
+    )
+
+
+def _read_rows(
+    path: str | os.PathLike[str], *, progress: Progress | None = None
+) -> Iterator[tuple[Any, ...]]:
+    """Store rows of a JSON Lines corpus: the fast path of :func:`_plain_row`, else via :class:`Chunk`."""
+    file = Path(path)
+    try:
+        total = file.stat().st_size
+        raw = file.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read corpus {str(file)!r}: {exc.strerror or exc}.") from None
+    loads = json.loads
+    with raw:
+        stream: Any = gzip.GzipFile(fileobj=raw) if file.name.endswith(".gz") else raw
+        text = io.TextIOWrapper(stream, encoding="utf-8")
+        count = 0
+        try:
+            for lineno, line in enumerate(text, 1):
+                try:
+                    data = loads(line)
+                except json.JSONDecodeError as exc:
+                    if not line.strip():
+                        continue
+                    raise InputError(f"{file}:{lineno}: not valid JSON ({exc.msg}).") from None
+                row = _plain_row(data)
+                if row is None:
+                    try:
+                        row = _row(_as_chunk(data, count, f"{file}:{lineno}"))
+                    except InputError as exc:
+                        msg = str(exc)
+                        raise InputError(
+                            msg if msg.startswith(str(file)) else f"{file}:{lineno}: {msg}"
+                        ) from None
+                yield row
+                count += 1
+                if progress is not None and count % 10_000 == 0:
+                    progress(count, raw.tell(), total)
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read corpus {str(file)!r}: {exc}.") from None
+        if progress is not None:
+            progress(count, total, total)
+
+
 def _json_or_none(value: Mapping[str, Any] | Sequence[float] | None) -> str | None:
     if not value:
         return None
     return json.dumps(dict(value) if isinstance(value, Mapping) else list(value), ensure_ascii=False)
 
 
-def _batches(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
-    batch: list[Chunk] = []
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -514,6 +601,18 @@ class SQLiteStore(_LoaderMixin):
             "ORDER BY c.doc_id, c.idx"
         )
 
+    def load_jsonl(self, path: str | os.PathLike[str], *, progress: Progress | None = None) -> int:
+        """Load every chunk of a JSON Lines corpus (``.gz`` ok) in one transaction.
+
+        Rows in canonical form skip building :class:`Chunk` objects (the same
+        rows result), and the load runs with a large page cache; a million
+        chunks load in well under two minutes.
+
+        Returns:
+            The number of chunks loaded.
+        """
+        return self._insert(_read_rows(path, progress=progress), progress=None)
+
     def load(self, chunks: Iterable[Chunk | Mapping[str, Any]], *, progress: Progress | None = None) -> int:
         """Insert or replace chunks in one transaction (``executemany`` per 1,000).
 
@@ -528,14 +627,20 @@ class SQLiteStore(_LoaderMixin):
             InputError: for a chunk without ``doc_id``/``index`` (nothing is loaded).
             StoreError: when SQLite fails (nothing is loaded).
         """
+        rows = (_row(_as_chunk(c, i, f"chunks[{i}]")) for i, c in enumerate(chunks))
+        return self._insert(rows, progress=progress)
+
+    def _insert(self, rows: Iterable[tuple[Any, ...]], *, progress: Progress | None) -> int:
         sql = f"INSERT OR REPLACE INTO {self.table} ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
         count = 0
-        items = (_as_chunk(c, i, f"chunks[{i}]") for i, c in enumerate(chunks))
         with self._lock:
+            # A 256 MB page cache for the load keeps the key B-tree in memory (set back after).
+            cache = self._conn.execute("PRAGMA cache_size").fetchone()[0]
+            self._conn.execute("PRAGMA cache_size = -262144")
             try:
                 self._conn.execute("BEGIN")
-                for batch in _batches(items, 1000):
-                    self._conn.executemany(sql, [_row(c) for c in batch])
+                for batch in _batches(rows, 5000):
+                    self._conn.executemany(sql, batch)
                     count += len(batch)
                     if progress is not None:
                         progress(count, 0, 0)
@@ -546,6 +651,8 @@ class SQLiteStore(_LoaderMixin):
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"loading into SQLite store {self.path!r} failed: {exc}.") from None
                 raise
+            finally:
+                self._conn.execute(f"PRAGMA cache_size = {int(cache)}")
         logger.info("chunks loaded", extra={"store": "sqlite", "path": self.path, "chunks": count})
         return count
 
@@ -794,6 +901,48 @@ class PostgresStore(_LoaderMixin):
                             count += len(batch)
                             if progress is not None:
                                 progress(count, 0, 0)
+                finally:
+                    conn.execute("RESET statement_timeout")
+        except (InputError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            raise StoreError(f"loading into PostgreSQL store {self._label} failed: {_reason(exc)}.") from None
+        logger.info("chunks loaded", extra={"store": "postgresql", "table": self.table, "chunks": count})
+        return count
+
+    def load_jsonl(self, path: str | os.PathLike[str], *, progress: Progress | None = None) -> int:
+        """Load a JSON Lines corpus (``.gz`` ok) with ``COPY``, in one transaction.
+
+        Rows are streamed with ``COPY`` into a temporary table and upserted from
+        there in one statement (a later line with the same ``(doc_id, index)``
+        wins, as with :meth:`load`); several times faster than ``INSERT``.
+
+        Raises:
+            InputError: for a malformed line (nothing is loaded).
+            StoreError: when PostgreSQL fails (nothing is loaded).
+        """
+        cols = ", ".join(_COLUMNS)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[2:])
+        count = 0
+        try:
+            with self._pool.connection(timeout=self.timeout_s) as conn:
+                conn.execute("SET statement_timeout = 0")
+                try:
+                    with conn.transaction(), conn.cursor() as cur:
+                        cur.execute(
+                            f"CREATE TEMP TABLE cw_load (LIKE {self.table}, seq bigserial) ON COMMIT DROP"
+                        )
+                        with cur.copy(f"COPY cw_load ({cols}) FROM STDIN") as copy:
+                            for row in _read_rows(path, progress=progress):
+                                if row[10] is not None:
+                                    row = (*row[:10], json.loads(row[10]))
+                                copy.write_row(row)
+                                count += 1
+                        cur.execute(
+                            f"INSERT INTO {self.table} ({cols}) "
+                            f"SELECT DISTINCT ON (doc_id, idx) {cols} FROM cw_load ORDER BY doc_id, idx, seq DESC "
+                            f"ON CONFLICT (doc_id, idx) DO UPDATE SET {updates}"
+                        )
                 finally:
                     conn.execute("RESET statement_timeout")
         except (InputError, KeyboardInterrupt):
