@@ -32,7 +32,7 @@ from contextwright.pipeline import Pipeline
 from contextwright.render.cite import CitationResolution, resolve_citations
 from contextwright.render.format import get_format
 from contextwright.render.messages import PROMPTS
-from contextwright.stages.base import Stage, register_stage
+from contextwright.stages.base import Stage, register_resource, register_stage
 from contextwright.tokens import Tokenizer, get_tokenizer, register_tokenizer
 from contextwright.types import (
     AssembledContext,
@@ -83,6 +83,7 @@ __all__ = [
     "pipeline_to_config",
     "register_model",
     "register_preset",
+    "register_resource",
     "register_stage",
     "register_tokenizer",
     "resolve_citations",

@@ -70,6 +70,7 @@ class Assembler:
             self.pipeline = config
         else:
             self.pipeline = pipeline_from_config(config, order=order, format=format)
+        _check_resources("Assembler", resources, _ASSEMBLER_ARGS, self.pipeline.stages)
         self.model = get_model(model) if isinstance(model, str) else model
         if budget is None and self.model is None:
             raise ConfigError(
@@ -164,10 +165,12 @@ class Assembler:
         budget: int | None,
     ) -> Any:
         """``step`` (``pipeline.run`` or ``pipeline.plan``) with this assembler's zones and resources."""
+        from contextwright._frameworks import from_any
+
         zones = self.zones(query, budget=budget)
         return step(
             query,
-            chunks,
+            from_any(chunks),
             tokenizer=self.tokenizer,
             budget=zones.documents,
             zones=zones.as_dict(),
@@ -270,7 +273,66 @@ def assemble(
         >>> ctx = assemble("who discovered x-rays?", chunks, budget=500)
         >>> print(ctx.text); ctx.report.summary()
     """
+    _check_resources(
+        "assemble",
+        options,
+        _ASSEMBLE_ARGS,
+        preset.stages if isinstance(preset, Pipeline) else (),
+        options=_ASSEMBLER_OPTIONS,
+    )
     assembler = Assembler(
         preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
     )
     return assembler.assemble(query, chunks, history=history)
+
+
+_ASSEMBLER_OPTIONS = ("system", "history_tokens", "output_tokens", "buffer_tokens")
+_ASSEMBLER_ARGS = ("config", "model", "budget", "tokenizer", "format", "order", *_ASSEMBLER_OPTIONS)
+_ASSEMBLE_ARGS = (
+    "query",
+    "chunks",
+    "preset",
+    "model",
+    "budget",
+    "tokenizer",
+    "format",
+    "order",
+    "history",
+    *_ASSEMBLER_OPTIONS,
+)
+
+
+def _check_resources(
+    where: str,
+    given: Mapping[str, Any],
+    arguments: Sequence[str],
+    stages: Sequence[Any],
+    *,
+    options: Sequence[str] = (),
+) -> None:
+    """Reject a keyword that is neither an argument nor a declared resource, suggesting the closest name.
+
+    Resources are what stages declare (``requires``/``optional``: ``store``,
+    ``embedder``, ``llm``) plus :func:`~contextwright.stages.base.register_resource`
+    names; anything else is a typo (``fromat=``, ``buget=``, ``tokenzier=``)
+    that would otherwise be carried along unused.
+    """
+    from contextwright.stages.base import resource_names
+
+    resources = resource_names(stages)
+    known = {*options, *resources}
+    unknown = [k for k in given if k not in known]
+    if not unknown:
+        return
+    import difflib
+
+    valid = sorted({*arguments, *options})
+    name = unknown[0]
+    close = difflib.get_close_matches(name, [*valid, *sorted(resources)], n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(
+        f"{where}() got an unknown argument {name!r}.{hint} "
+        f"Valid arguments: {', '.join(valid)}; resources for stages: {', '.join(sorted(resources)) or '(none)'}. "
+        "A resource your own stage reads must be declared in its requires/optional, "
+        "or registered with contextwright.register_resource(name)."
+    )

@@ -106,6 +106,21 @@ class Plan:
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
+def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
+    """Put the input chunks left out for having no text first in the report (reason ``empty``)."""
+    if empty:
+        reports.insert(
+            0,
+            StageReport(
+                stage="input",
+                chunks_in=kept + len(empty),
+                chunks_out=kept,
+                dropped=tuple(empty),
+                notes=(f"{len(empty)} chunk(s) without text left out",),
+            ),
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """An ordered list of stages and the format they render into.
@@ -162,10 +177,12 @@ class Pipeline:
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
         """
-        inputs = chunks_from_dicts(chunks)
+        empty: list[Drop] = []
+        inputs = chunks_from_dicts(chunks, empty=empty)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
+        _report_empty(reports, empty, len(inputs))
         start = time.perf_counter()
         blocks, text, total, drops = self._fit(current, meter, budget, query)
         reports.append(
@@ -182,7 +199,7 @@ class Pipeline:
         )
         report = Report(
             stages=tuple(reports),
-            input_chunks=len(inputs),
+            input_chunks=len(inputs) + len(empty),
             input_tokens=input_tokens,
             output_chunks=len(blocks),
             tokens=total,
@@ -264,10 +281,12 @@ class Pipeline:
         the render may still drop a block if the exact count of the final
         string differs (see :meth:`run`).
         """
-        inputs = chunks_from_dicts(chunks)
+        empty: list[Drop] = []
+        inputs = chunks_from_dicts(chunks, empty=empty)
         meter, current, reports, input_tokens, _ = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
+        _report_empty(reports, empty, len(inputs))
         n = len(current)
         docs: set[str] = set()
         cost = meter.frame_cost() if current else 0
@@ -279,7 +298,7 @@ class Pipeline:
         return Plan(
             budget=budget,
             zones=dict(zones or {}),
-            input_chunks=len(inputs),
+            input_chunks=len(inputs) + len(empty),
             input_tokens=input_tokens,
             chunks=current,
             tokens=cost,
