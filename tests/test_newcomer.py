@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from typer.testing import CliRunner
 
 import contextwright
 from contextwright import Assembler, Chunk, ConfigError, InputError, assemble
 from contextwright.stages.base import register_stage
 from contextwright.stores import InMemoryStore
+from contextwright.cli import app
 from contextwright.types import StageReport, StageResult
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "chunks.json"
+runner = CliRunner()
 
 CHUNKS = [
     {"id": "a", "text": "Wilhelm Röntgen discovered X-rays in 1895.", "score": 0.9},
@@ -141,3 +149,62 @@ def test_an_unknown_object_names_the_adapter_functions() -> None:
     assert "chunks[0] is a Hit" in message
     assert "contextwright.adapters.langchain.from_documents(docs)" in message
     assert "contextwright.adapters.llamaindex.from_nodes(nodes)" in message
+
+
+# -- 4. no silent empty stores ------------------------------------------------------------
+
+
+def test_open_store_read_mode_fails_for_a_missing_file_or_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from contextwright.stores import SQLiteStore, open_store
+
+    typo = tmp_path / "typo.db"
+    with pytest.raises(ConfigError) as info:
+        open_store(f"sqlite:///{typo}")
+    assert f"chunk store {str(typo)!r} does not exist" in str(info.value)
+    assert f"contextwright index CORPUS.jsonl --db sqlite:///{typo}" in str(info.value)
+    assert not typo.exists()  # reading never creates a store
+
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE notes (x)").connection.close()
+    with pytest.raises(ConfigError, match=r"has no table 'chunks': nothing was indexed there.*contextwright index"):
+        open_store(f"sqlite:///{other}")
+    for url in ("memory://", "sqlite://:memory:"):
+        with pytest.raises(ConfigError, match="mode='create'"):
+            open_store(url)
+    with pytest.raises(ConfigError, match="mode must be 'read' or 'create'"):
+        open_store(f"sqlite:///{other}", mode="write")
+
+    with open_store(f"sqlite:///{tmp_path / 'made.db'}", mode="create") as made:
+        made.load([{"text": "t", "doc_id": "d", "index": 0}])
+    with open_store(f"sqlite:///{tmp_path / 'made.db'}") as store:  # read mode opens what index made
+        assert isinstance(store, SQLiteStore) and store.count() == 1
+
+
+@pytest.mark.postgres
+def test_open_store_read_mode_fails_for_a_missing_postgres_table(pg_dsn: str) -> None:
+    pytest.importorskip("psycopg")
+    from contextwright.stores import open_store
+
+    table = f"missing_{uuid.uuid4().hex[:8]}"
+    with pytest.raises(ConfigError, match=rf"has no table '{table}'.*contextwright index .* --table {table}"):
+        open_store(pg_dsn, table=table)
+
+
+def test_cli_assemble_with_a_typo_store_fails_naming_the_path_and_index(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.db"
+    result = runner.invoke(
+        app, ["assemble", str(EXAMPLE), "--budget", "300", "--store", f"sqlite:///{typo}", "--expand", "1"]
+    )
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert f"chunk store '{typo}' does not exist" in message and "contextwright index" in message
+    assert not typo.exists()
+    corpus = REPO / "tests" / "fixtures" / "small_corpus.jsonl"
+    made = runner.invoke(app, ["index", str(corpus), "--db", f"sqlite:///{typo}"])
+    assert made.exit_code == 0, made.output
+    ok = runner.invoke(
+        app, ["assemble", str(EXAMPLE), "--budget", "300", "--store", f"sqlite:///{typo}", "--expand", "1"]
+    )
+    assert ok.exit_code == 0, ok.output

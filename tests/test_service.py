@@ -252,7 +252,7 @@ def test_the_server_store_serves_expansion_for_every_request(tmp_path: Path) -> 
     from contextwright.stores import open_store
 
     db = tmp_path / "chunks.db"
-    store = open_store(f"sqlite:///{db}")
+    store = open_store(f"sqlite:///{db}", mode="create")
     store.load_jsonl(REPO / "tests" / "fixtures" / "small_corpus.jsonl")
     store.close()
     config = {

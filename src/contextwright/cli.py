@@ -470,7 +470,7 @@ if typer is not None:
         start = time.perf_counter()
         try:
             with (
-                open_store(db, table=table) as chunk_store,
+                open_store(db, mode="create", table=table) as chunk_store,
                 Progress(
                     TextColumn("indexing"),
                     BarColumn(),

@@ -17,7 +17,7 @@ Three stores share one schema (primary key ``(doc_id, index)``, the
 exceeds its timeout raises :class:`~contextwright.errors.StoreError`.
 
 Example:
-    >>> store = open_store("sqlite:///nq.db")
+    >>> store = open_store("sqlite:///nq.db", mode="create")
     >>> store.load_jsonl("nq_corpus_chunks.jsonl.gz")
     3759
     >>> store.fetch({"wiki:Nobel Prize": [(0, 2)]})
@@ -42,7 +42,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from contextwright.errors import ConfigError, InputError, StoreError, missing_extra
+from contextwright.errors import ConfigError, ContextwrightError, InputError, StoreError, missing_extra
 from contextwright.types import Chunk
 
 __all__ = [
@@ -395,6 +395,9 @@ class SQLiteStore(_LoaderMixin):
         path: A database file (created if missing) or ``":memory:"``.
         table: The table name (default ``chunks``).
         timeout_s: Default timeout of a ``fetch`` in seconds (``None``: none).
+        create: ``False`` opens an existing store only: a missing file or
+            table raises :class:`~contextwright.errors.ConfigError` instead of
+            creating an empty store that silently expands nothing.
 
     Example:
         >>> store = SQLiteStore("nq.db")
@@ -408,6 +411,7 @@ class SQLiteStore(_LoaderMixin):
         *,
         table: str = DEFAULT_TABLE,
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        create: bool = True,
     ) -> None:
         _check_timeout(timeout_s, "timeout_s")
         self.path = str(path)
@@ -415,6 +419,8 @@ class SQLiteStore(_LoaderMixin):
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._closed = False
+        if not create:
+            _sqlite_must_exist(self.path, self.table)
         try:
             # ``timeout`` bounds waiting for another process's write lock on the file.
             busy = timeout_s if timeout_s is not None else 60.0
@@ -562,6 +568,7 @@ class PostgresStore(_LoaderMixin):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         min_size: int = 1,
         max_size: int = 8,
+        create: bool = True,
     ) -> None:
         _check_timeout(timeout_s, "timeout_s")
         try:
@@ -598,8 +605,14 @@ class PostgresStore(_LoaderMixin):
                 "Check the DSN and that the server is running."
             ) from None
         try:
-            self._create_table()
-        except StoreError:
+            if create:
+                self._create_table()
+            elif self._run("SELECT to_regclass(%s)", (self.table,), what="look up table")[0][0] is None:
+                raise ConfigError(
+                    f"PostgreSQL store {self._label} has no table {self.table!r}: nothing was indexed "
+                    f"there. Load it first with: contextwright index CORPUS.jsonl --db URL --table {self.table}"
+                )
+        except ContextwrightError:
             self._pool.close()
             raise
         self._fetch_sql = (
@@ -742,7 +755,35 @@ def redact_url(dsn: str) -> str:
     return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
 
 
-def open_store(url: str, **options: Any) -> InMemoryStore | SQLiteStore | PostgresStore:
+def _sqlite_must_exist(path: str, table: str) -> None:
+    """Raise unless ``path`` is an SQLite file holding ``table`` (read mode: only ``index`` creates stores)."""
+    fix = f"Create it with: contextwright index CORPUS.jsonl --db sqlite:///{path}" + (
+        "" if table == DEFAULT_TABLE else f" --table {table}"
+    )
+    if path == ":memory:":
+        raise ConfigError(
+            "an in-memory SQLite store starts empty, so reading from it finds nothing; "
+            "open it with mode='create' and load chunks, or point at an indexed file. " + fix
+        )
+    if not os.path.isfile(path):
+        raise ConfigError(f"chunk store {path!r} does not exist. {fix}")
+    try:
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"chunk store {path!r} is not a readable SQLite database ({exc}). {fix}") from None
+    if found is None:
+        raise ConfigError(f"chunk store {path!r} has no table {table!r}: nothing was indexed there. {fix}")
+
+
+def open_store(
+    url: str, *, mode: str = "read", **options: Any
+) -> InMemoryStore | SQLiteStore | PostgresStore:
     """Open a chunk store from a URL.
 
     * ``memory://`` - :class:`InMemoryStore`
@@ -753,31 +794,47 @@ def open_store(url: str, **options: Any) -> InMemoryStore | SQLiteStore | Postgr
 
     Args:
         url: The store URL.
+        mode: ``"read"`` (default) opens an existing store and fails when the
+            database or its chunk table does not exist (a typo in the path
+            would otherwise give an empty store that silently expands
+            nothing); ``"create"`` creates it if needed, as
+            ``contextwright index`` does.
         **options: Passed to the store (``table``, ``timeout_s``, ...).
 
     Raises:
-        ConfigError: for an unknown scheme, showing the accepted ones.
+        ConfigError: for an unknown scheme (showing the accepted ones), an
+            unknown mode, or, in read mode, a store that does not exist
+            (naming the path and ``contextwright index``).
 
     Example:
         >>> store = open_store("sqlite:///nq.db", timeout_s=1.0)
+        >>> new = open_store("sqlite:///new.db", mode="create"); new.load_jsonl("corpus.jsonl")
     """
     if not isinstance(url, str):
         raise ConfigError(f"store URL must be a string; got {type(url).__name__} {url!r}.")
+    if mode not in ("read", "create"):
+        raise ConfigError(f"open_store mode must be 'read' or 'create'; got {mode!r}.")
+    create = mode == "create"
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "memory":
+        if not create:
+            raise ConfigError(
+                "memory:// is an empty store, so reading from it finds nothing; use "
+                "open_store('memory://', mode='create') and load chunks, or InMemoryStore(chunks)."
+            )
         return InMemoryStore(**options)
     if sep and scheme == "sqlite":
         if rest in ("", ":memory:", "/:memory:"):
-            return SQLiteStore(":memory:", **options)
+            return SQLiteStore(":memory:", create=create, **options)
         if not rest.startswith("/") or rest == "/":
             raise ConfigError(
                 f"SQLite store URL {url!r} has no path; use sqlite:///relative.db, "
                 "sqlite:////absolute/path.db or sqlite://:memory:."
             )
-        return SQLiteStore(rest[1:], **options)
+        return SQLiteStore(rest[1:], create=create, **options)
     if sep and (scheme in ("postgresql", "postgres") or scheme.startswith("postgresql+")):
-        return PostgresStore("postgresql://" + rest, **options)
+        return PostgresStore("postgresql://" + rest, create=create, **options)
     raise ConfigError(
         f"unknown store URL {redact_url(url)!r}; expected sqlite:///path.db, sqlite://:memory:, "
         "postgresql://user:password@host/db or memory://."
