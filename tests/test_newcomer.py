@@ -208,3 +208,19 @@ def test_cli_assemble_with_a_typo_store_fails_naming_the_path_and_index(tmp_path
         app, ["assemble", str(EXAMPLE), "--budget", "300", "--store", f"sqlite:///{typo}", "--expand", "1"]
     )
     assert ok.exit_code == 0, ok.output
+
+
+def test_the_service_drops_empty_and_null_chunks_and_reports_them() -> None:
+    from fastapi.testclient import TestClient
+
+    from contextwright.service import ServiceConfig, create_app
+
+    chunks = [CHUNKS[0], {"id": "blank", "text": "  "}, {"id": "null", "text": None}]
+    with TestClient(create_app(ServiceConfig(budget=300))) as client:
+        response = client.post("/v1/assemble", json={"query": "who?", "chunks": chunks, "inspect": True})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    drops = {d["chunk_id"]: d for s in body["report"]["stages"] for d in s["dropped"]}
+    assert drops["blank"]["reason"] == drops["null"]["reason"] == "empty"
+    assert drops["null"]["detail"] == "text is null"
+    assert {r["id"] for r in body["inputs"]} == {"a", "blank", "null"}
