@@ -194,7 +194,7 @@ def test_read_jsonl_reports_progress_to_the_end(tmp_path: Path) -> None:
 
 
 def test_read_jsonl_of_a_missing_file_says_which() -> None:
-    with pytest.raises(InputError, match=r"cannot read corpus '.*nope\.jsonl'"):
+    with pytest.raises(InputError, match=r"input file '.*nope\.jsonl' does not exist"):
         list(read_jsonl("nope.jsonl"))
 
 

@@ -27,8 +27,6 @@ Example:
 from __future__ import annotations
 
 import abc
-import gzip
-import io
 import json
 import logging
 import math
@@ -167,41 +165,22 @@ def _as_chunk(item: Chunk | Mapping[str, Any], position: int, where: str) -> Chu
 
 
 def read_jsonl(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Iterator[Chunk]:
-    """Read chunks from a JSON Lines file (``.gz`` is decompressed).
+    """Read chunks from JSON Lines or a JSON array (gzip or not; ``-`` for stdin).
 
-    Every line is one chunk mapping (see :meth:`Chunk.from_dict`); blank lines
-    are skipped. ``progress`` is called every 1,000 chunks and at the end with
-    the bytes read from disk (compressed, for ``.gz``) and the file size.
+    The one input reader (:func:`contextwright.io.read_records`) reads the
+    file: every record is one chunk mapping (see :meth:`Chunk.from_dict`);
+    blank lines are skipped. ``progress`` is called every 1,000 chunks and at
+    the end with the bytes read from disk (compressed, for ``.gz``) and the
+    file size. A query file (records with ``chunks``) is refused, naming both
+    shapes.
 
     Raises:
         InputError: naming the file and line of malformed JSON or a bad chunk.
     """
-    file = Path(path)
-    try:
-        total = file.stat().st_size
-        raw = file.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read corpus {str(file)!r}: {exc.strerror or exc}.") from None
-    with raw:
-        stream: Any = gzip.GzipFile(fileobj=raw) if file.name.endswith(".gz") else raw
-        text = io.TextIOWrapper(stream, encoding="utf-8")
-        count = 0
-        try:
-            for lineno, line in enumerate(text, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{file}:{lineno}: not valid JSON ({exc.msg}).") from None
-                yield _as_chunk(data, count, f"{file}:{lineno}")
-                count += 1
-                if progress is not None and count % 1000 == 0:
-                    progress(count, raw.tell(), total)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read corpus {str(file)!r}: {exc}.") from None
-        if progress is not None:
-            progress(count, total, total)
+    from contextwright.io import read_records
+
+    for count, record in enumerate(read_records(path, need="chunks", command="index", progress=progress)):
+        yield _as_chunk(record.data, count, record.where)
 
 
 def _json_or_none(value: Mapping[str, Any] | Sequence[float] | None) -> str | None:
