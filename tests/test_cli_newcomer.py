@@ -52,13 +52,17 @@ def test_every_command_reads_arrays_jsonl_gzip_and_stdin(tmp_path: Path) -> None
         assert out.exit_code == 0, (form, out.output)
         assert json.loads(out.stdout)["report"]["input_chunks"] == len(chunks)
         page = tmp_path / "page.html"
-        out = runner.invoke(app, ["inspect", str(path), "-q", "x-rays?", "--budget", "300", "--html", str(page)])
+        out = runner.invoke(
+            app, ["inspect", str(path), "-q", "x-rays?", "--budget", "300", "--html", str(page)]
+        )
         assert out.exit_code == 0 and page.exists(), (form, out.output)
     for form, path in _forms(tmp_path, corpus, "corpus").items():
         out = runner.invoke(app, ["index", str(path), "--db", f"sqlite:///{tmp_path / 'c.db'}"])
         assert out.exit_code == 0, (form, out.output)
         assert f"indexed {len(corpus)} chunks" in out.stdout
-    piped = runner.invoke(app, ["index", "-", "--db", f"sqlite:///{tmp_path / 's.db'}"], input=CORPUS.read_text())
+    piped = runner.invoke(
+        app, ["index", "-", "--db", f"sqlite:///{tmp_path / 's.db'}"], input=CORPUS.read_text()
+    )
     assert piped.exit_code == 0 and f"indexed {len(corpus)} chunks" in piped.stdout
     piped = runner.invoke(app, ["assemble", "-", "-q", "q", "--budget", "300"], input=json.dumps(chunks))
     assert piped.exit_code == 0 and piped.stdout.startswith("<context>")

@@ -52,7 +52,10 @@ def test_jsonl_of_queries_with_limit(dev_queries: list, tmp_path: Path) -> None:
             '{"text": "a"}\n{"question": "q", "chunks": []}',
             r"bad\.jsonl:2 is a query \(has 'chunks'\) but earlier records were chunks",
         ),
-        ('{"question": "q", "chunks": "x"}', r"bad\.jsonl:1: 'chunks' must be a list of chunk objects; got str"),
+        (
+            '{"question": "q", "chunks": "x"}',
+            r"bad\.jsonl:1: 'chunks' must be a list of chunk objects; got str",
+        ),
     ],
 )
 def test_bad_input_is_named(tmp_path: Path, content: str, pattern: str) -> None:

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 import contextwright
 from contextwright import Assembler, Chunk, ConfigError, InputError, assemble
+from contextwright.cli import app
 from contextwright.stages.base import register_stage
 from contextwright.stores import InMemoryStore
-from contextwright.cli import app
 from contextwright.types import StageReport, StageResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,7 +168,9 @@ def test_open_store_read_mode_fails_for_a_missing_file_or_table(tmp_path: Path) 
 
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE notes (x)").connection.close()
-    with pytest.raises(ConfigError, match=r"has no table 'chunks': nothing was indexed there.*contextwright index"):
+    with pytest.raises(
+        ConfigError, match=r"has no table 'chunks': nothing was indexed there.*contextwright index"
+    ):
         open_store(f"sqlite:///{other}")
     for url in ("memory://", "sqlite://:memory:"):
         with pytest.raises(ConfigError, match="mode='create'"):

@@ -10,7 +10,7 @@ to its source.
     >>> ctx.text, ctx.citations, ctx.report.summary()
 """
 
-from contextwright.assembler import Assembler, assemble
+from contextwright.assembler import Assembler, aassemble, assemble
 from contextwright.budget import ModelSpec, ZoneBudget, get_model, list_models, register_model
 from contextwright.config import (
     get_preset,
@@ -72,6 +72,7 @@ __all__ = [
     "TokenizerError",
     "ZoneBudget",
     "__version__",
+    "aassemble",
     "assemble",
     "get_format",
     "get_model",

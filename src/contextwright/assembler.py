@@ -17,7 +17,7 @@ from contextwright.render.messages import Message, system_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 from contextwright.types import AssembledContext, Chunk
 
-__all__ = ["Assembler", "assemble"]
+__all__ = ["Assembler", "aassemble", "assemble"]
 
 DEFAULT_BUFFER = 128
 
@@ -157,6 +157,42 @@ class Assembler:
             return ctx
         return replace(ctx, report=replace(ctx.report, history=trimmed))
 
+    async def aassemble(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        budget: int | None = None,
+        history: Sequence[Mapping[str, str]] | None = None,
+        summarizer: Callable[[list[Message]], str] | None = None,
+    ) -> AssembledContext:
+        """:meth:`assemble` for asyncio applications: the same bytes, without blocking the event loop.
+
+        Stages that do I/O (a store fetch for ``expand``, requests to an LLM
+        for ``llm_compress``) run in worker threads, or on the loop when the
+        stage offers an async ``acall``; concurrent calls overlap their I/O.
+
+        Example:
+            >>> ctxs = await asyncio.gather(*(asm.aassemble(q, hits[q]) for q in queries))
+        """
+        import asyncio
+
+        from contextwright._frameworks import from_any
+
+        trimmed = await asyncio.to_thread(self._history, history, summarizer) if history is not None else None
+        zones = await asyncio.to_thread(self.zones, query, budget=budget)
+        ctx = await self.pipeline.arun(
+            query,
+            from_any(chunks),
+            tokenizer=self.tokenizer,
+            budget=zones.documents,
+            zones=zones.as_dict(),
+            resources=self.resources,
+        )
+        if trimmed is None:
+            return ctx
+        return replace(ctx, report=replace(ctx.report, history=trimmed))
+
     def _through(
         self,
         step: Callable[..., Any],
@@ -284,6 +320,44 @@ def assemble(
         preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
     )
     return assembler.assemble(query, chunks, history=history)
+
+
+async def aassemble(
+    query: str,
+    chunks: Iterable[Chunk | Mapping[str, Any]],
+    *,
+    preset: str | Path | Mapping[str, Any] | Pipeline = "qa",
+    model: str | None = None,
+    budget: int | None = None,
+    tokenizer: str | Tokenizer | None = None,
+    format: str | Format | Mapping[str, Any] | None = None,
+    order: str | None = None,
+    history: Sequence[Mapping[str, str]] | None = None,
+    **options: Any,
+) -> AssembledContext:
+    """:func:`assemble` for asyncio: the same arguments and result (see :meth:`Assembler.aassemble`).
+
+    Building an :class:`Assembler` loads a tokenizer; for many calls build one
+    and await its :meth:`~Assembler.aassemble` instead.
+
+    Example:
+        >>> ctx = await contextwright.aassemble("who discovered x-rays?", chunks, budget=500)
+    """
+    import asyncio
+
+    _check_resources(
+        "aassemble",
+        options,
+        _ASSEMBLE_ARGS,
+        preset.stages if isinstance(preset, Pipeline) else (),
+        options=_ASSEMBLER_OPTIONS,
+    )
+    assembler = await asyncio.to_thread(
+        lambda: Assembler(
+            preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
+        )
+    )
+    return await assembler.aassemble(query, chunks, history=history)
 
 
 _ASSEMBLER_OPTIONS = ("system", "history_tokens", "output_tokens", "buffer_tokens")

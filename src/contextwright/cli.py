@@ -347,16 +347,17 @@ if typer is not None:
 
     def print_report(ctx: Any) -> None:
         """The per-stage report as a Rich table on stderr."""
-        from rich.table import Table
-
         from collections import Counter
 
         from rich.markup import escape
+        from rich.table import Table
 
         # Counts by reason fit 80 columns; every chunk id with its reason is in --json.
         table = Table(title=escape(ctx.report.summary()), title_justify="left")
         for col in ("stage", "chunks", "tokens", "ms", "dropped / changed"):
-            table.add_column(col, justify="right" if col == "ms" else "left", no_wrap=col != "dropped / changed")
+            table.add_column(
+                col, justify="right" if col == "ms" else "left", no_wrap=col != "dropped / changed"
+            )
         for s in ctx.report.stages:
             counts = Counter(d.reason for d in s.dropped) + Counter(c.action for c in s.changed)
             table.add_row(
@@ -619,9 +620,7 @@ if typer is not None:
         ] = None,
         wide: Annotated[
             bool,
-            typer.Option(
-                "--wide", help="Print every metric (default: the headline metrics, 80 columns)."
-            ),
+            typer.Option("--wide", help="Print every metric (default: the headline metrics, 80 columns)."),
         ] = False,
     ) -> None:
         """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency."""

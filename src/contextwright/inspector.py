@@ -100,9 +100,7 @@ def input_rows(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[dict[str, An
         for c in chunks_from_dicts(chunks, empty=empty)
     ]
     # chunks without text are dropped (reason "empty"); list them too, so every drop has a row
-    return rows + [
-        {"id": d.chunk_id, "text": "", "score": 0.0, "doc_id": None, "title": None} for d in empty
-    ]
+    return rows + [{"id": d.chunk_id, "text": "", "score": 0.0, "doc_id": None, "title": None} for d in empty]
 
 
 def inspection(

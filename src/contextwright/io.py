@@ -83,7 +83,7 @@ def _open(path: str | Path) -> tuple[IO[bytes], int]:
             raise InputError(f"input {str(p)!r} is a directory; pass a JSON/JSONL file or '-' for stdin.")
         raw = p.open("rb")
         size = p.stat().st_size
-    buffered = io.BufferedReader(raw) if not isinstance(raw, io.BufferedReader) else raw  # type: ignore[arg-type]
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type,type-var]
     if buffered.peek(2)[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=buffered), size  # type: ignore[return-value]
     return buffered, size
@@ -92,9 +92,7 @@ def _open(path: str | Path) -> tuple[IO[bytes], int]:
 def _shape_of(obj: Any, where: str, command: str, need: Need) -> Literal["chunks", "queries"]:
     if not isinstance(obj, Mapping):
         needs = _NEEDS.get(need, "chunks or queries (JSON objects)")
-        raise InputError(
-            f"{where} is a JSON {_json_type(obj)}, not an object; {command} needs {needs}."
-        )
+        raise InputError(f"{where} is a JSON {_json_type(obj)}, not an object; {command} needs {needs}.")
     return "queries" if "chunks" in obj or "question" in obj else "chunks"
 
 
@@ -163,7 +161,7 @@ def read_records(
                         + (
                             " For an index, pass the chunk corpus, not a query file."
                             if need == "chunks"
-                            else " Wrap the chunks as {\"question\": \"...\", \"chunks\": [...]}."
+                            else ' Wrap the chunks as {"question": "...", "chunks": [...]}.'
                         )
                     )
             elif found != shape:

@@ -9,6 +9,7 @@ and renders again until it fits. Citations are numbered on the final order.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -106,6 +107,23 @@ class Plan:
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
+def _needs(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``stage`` receives: its ``requires`` (all present) and the ``optional`` ones that are."""
+    needs = {}
+    for key in getattr(stage, "requires", ()):
+        if key not in env:
+            raise ConfigError(
+                f"stage {stage.name!r} requires {key!r}, which this assembler does not have. "
+                f"Pass {key}= to Assembler (resources)."
+            )
+        needs[key] = env[key]
+    # ``optional``: resources a stage uses when present and does without otherwise
+    for key in getattr(stage, "optional", ()):
+        if key in env:
+            needs[key] = env[key]
+    return needs
+
+
 def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
     """Put the input chunks left out for having no text first in the report (reason ``empty``)."""
     if empty:
@@ -183,6 +201,138 @@ class Pipeline:
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
         _report_empty(reports, empty, len(inputs))
+        return self._finish(
+            query, inputs, empty, meter, current, reports, input_tokens, tokens_now, budget, zones, tokenizer
+        )
+
+    def _run_stages(
+        self,
+        query: str,
+        inputs: tuple[Chunk, ...],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        resources: Mapping[str, Any] | None,
+    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
+        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
+        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
+            self._bodies.clear()
+            self._headers.clear()
+        meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
+        env: dict[str, Any] = {
+            "query": query,
+            "tokenizer": tokenizer,
+            "budget": budget,
+            "meter": meter,
+            "format": self.format,
+            **(resources or {}),
+        }
+        current: tuple[Chunk, ...] = inputs
+        tokens_now = meter.total_tokens(current)
+        input_tokens = tokens_now
+        reports: list[StageReport] = []
+        for stage in self.stages:
+            needs = _needs(stage, env)
+            start = time.perf_counter()
+            result: StageResult = stage(current, **needs)
+            ms = (time.perf_counter() - start) * 1000
+            tokens_out = meter.total_tokens(result.chunks)
+            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            current, tokens_now = result.chunks, tokens_out
+        return meter, current, reports, input_tokens, tokens_now
+
+    async def arun(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        zones: Mapping[str, int] | None = None,
+        resources: Mapping[str, Any] | None = None,
+    ) -> AssembledContext:
+        """:meth:`run` for asyncio: the same result, without blocking the event loop.
+
+        A stage that offers an async ``acall(chunks, **needs)`` is awaited
+        (its I/O then runs on the loop); every other stage, and the render,
+        runs in a worker thread (``asyncio.to_thread``), so a store fetch or
+        an LLM request of one call overlaps with other calls and tasks.
+        """
+        import asyncio
+
+        inputs, empty, meter, env = await asyncio.to_thread(
+            self._prepare, query, chunks, tokenizer, budget, resources
+        )
+        current: tuple[Chunk, ...] = inputs
+        tokens_now = await asyncio.to_thread(meter.total_tokens, current)
+        input_tokens = tokens_now
+        reports: list[StageReport] = []
+        for stage in self.stages:
+            needs = _needs(stage, env)
+            start = time.perf_counter()
+            acall = getattr(stage, "acall", None)
+            if acall is not None and inspect.iscoroutinefunction(acall):
+                result: StageResult = await acall(current, **needs)
+            else:
+                result = await asyncio.to_thread(stage, current, **needs)
+            ms = (time.perf_counter() - start) * 1000
+            tokens_out = await asyncio.to_thread(meter.total_tokens, result.chunks)
+            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            current, tokens_now = result.chunks, tokens_out
+        _report_empty(reports, empty, len(inputs))
+        return await asyncio.to_thread(
+            self._finish,
+            query,
+            inputs,
+            empty,
+            meter,
+            current,
+            reports,
+            input_tokens,
+            tokens_now,
+            budget,
+            zones,
+            tokenizer,
+        )
+
+    def _prepare(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        tokenizer: CachedTokenizer,
+        budget: int,
+        resources: Mapping[str, Any] | None,
+    ) -> tuple[tuple[Chunk, ...], list[Drop], Meter, dict[str, Any]]:
+        empty: list[Drop] = []
+        inputs = chunks_from_dicts(chunks, empty=empty)
+        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
+            self._bodies.clear()
+            self._headers.clear()
+        meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
+        env: dict[str, Any] = {
+            "query": query,
+            "tokenizer": tokenizer,
+            "budget": budget,
+            "meter": meter,
+            "format": self.format,
+            **(resources or {}),
+        }
+        return inputs, empty, meter, env
+
+    def _finish(
+        self,
+        query: str,
+        inputs: tuple[Chunk, ...],
+        empty: list[Drop],
+        meter: Meter,
+        current: tuple[Chunk, ...],
+        reports: list[StageReport],
+        input_tokens: int,
+        tokens_now: int,
+        budget: int,
+        zones: Mapping[str, int] | None,
+        tokenizer: CachedTokenizer,
+    ) -> AssembledContext:
         start = time.perf_counter()
         blocks, text, total, drops = self._fit(current, meter, budget, query)
         reports.append(
@@ -216,53 +366,6 @@ class Pipeline:
             query=query,
             tokenizer=tokenizer.name,
         )
-
-    def _run_stages(
-        self,
-        query: str,
-        inputs: tuple[Chunk, ...],
-        *,
-        tokenizer: CachedTokenizer,
-        budget: int,
-        resources: Mapping[str, Any] | None,
-    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
-        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
-        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
-            self._bodies.clear()
-            self._headers.clear()
-        meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
-        env: dict[str, Any] = {
-            "query": query,
-            "tokenizer": tokenizer,
-            "budget": budget,
-            "meter": meter,
-            "format": self.format,
-            **(resources or {}),
-        }
-        current: tuple[Chunk, ...] = inputs
-        tokens_now = meter.total_tokens(current)
-        input_tokens = tokens_now
-        reports: list[StageReport] = []
-        for stage in self.stages:
-            needs = {}
-            for key in getattr(stage, "requires", ()):
-                if key not in env:
-                    raise ConfigError(
-                        f"stage {stage.name!r} requires {key!r}, which this assembler does not have. "
-                        f"Pass {key}= to Assembler (resources)."
-                    )
-                needs[key] = env[key]
-            # ``optional``: resources a stage uses when present and does without otherwise
-            for key in getattr(stage, "optional", ()):
-                if key in env:
-                    needs[key] = env[key]
-            start = time.perf_counter()
-            result: StageResult = stage(current, **needs)
-            ms = (time.perf_counter() - start) * 1000
-            tokens_out = meter.total_tokens(result.chunks)
-            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
-            current, tokens_now = result.chunks, tokens_out
-        return meter, current, reports, input_tokens, tokens_now
 
     def plan(
         self,

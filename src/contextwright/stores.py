@@ -179,7 +179,8 @@ def read_jsonl(path: str | os.PathLike[str], *, progress: Progress | None = None
     """
     from contextwright.io import read_records
 
-    for count, record in enumerate(read_records(path, need="chunks", command="index", progress=progress)):
+    records = read_records(Path(path), need="chunks", command="index", progress=progress)
+    for count, record in enumerate(records):
         yield _as_chunk(record.data, count, record.where)
 
 
