@@ -465,14 +465,17 @@ if typer is not None:
         # Worker processes build their app from the import string; the settings travel as
         # CONTEXTWRIGHT_* variables, which ServiceConfig.load reads in each worker.
         os.environ.update(cfg.to_env())
-        uvicorn.run(
-            "contextwright.service:create_app",
-            factory=True,
-            host=cfg.host,
-            port=cfg.port,
-            workers=cfg.workers,
-            log_level=cfg.log_level,
-        )
+        from contextwright.service.metrics import shared_metrics_dir
+
+        with shared_metrics_dir():  # /metrics sums every worker's values (prometheus multiprocess mode)
+            uvicorn.run(
+                "contextwright.service:create_app",
+                factory=True,
+                host=cfg.host,
+                port=cfg.port,
+                workers=cfg.workers,
+                log_level=cfg.log_level,
+            )
 
     @app.command("inspect")
     def inspect_cmd(
