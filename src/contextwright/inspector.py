@@ -483,7 +483,11 @@ function render(data) {
   document.body.setAttribute("data-rendered", String(Date.now()));
 }
 
-function showError(msg) { var e = $("cw-error"); e.textContent = msg; e.hidden = !msg; }
+function showError(msg) {
+  var e = $("cw-error"); e.textContent = msg; e.hidden = !msg;
+  // A failed request leaves no stale result on screen that reads as its answer.
+  if (msg && $("cw-result")) { $("cw-result").hidden = true; clear($("cw-text")); clear($("cw-bar")); }
+}
 
 function setup() {
   var form = $("cw-form");
