@@ -226,3 +226,41 @@ def test_the_service_drops_empty_and_null_chunks_and_reports_them() -> None:
     assert drops["blank"]["reason"] == drops["null"]["reason"] == "empty"
     assert drops["null"]["detail"] == "text is null"
     assert {r["id"] for r in body["inputs"]} == {"a", "blank", "null"}
+
+
+def test_the_service_names_a_misspelled_request_field_and_the_closest_valid_one() -> None:
+    from fastapi.testclient import TestClient
+
+    from contextwright.service import ServiceConfig, create_app
+
+    body = {"query": "q", "chunks": CHUNKS, "fromat": "numbered"}
+    with TestClient(create_app(ServiceConfig(budget=300))) as client:
+        top = client.post("/v1/assemble", json=body).json()
+        nested = client.post(
+            "/v1/assemble",
+            json={
+                "query": "q",
+                "chunks": CHUNKS,
+                "history_tokens": 100,
+                "history": [{"rol": "user", "content": "x"}],
+            },
+        ).json()
+    assert top["status"] == 422 and top["loc"] == ["body", "fromat"]
+    assert top["detail"].startswith(
+        "body.fromat: unknown field 'fromat'. Did you mean 'format'? Valid fields: "
+    )
+    assert "budget" in top["detail"] and "tokenizer" in top["detail"]
+    assert nested["detail"].startswith("body.history.0.rol: unknown field 'rol'. Did you mean 'role'?")
+
+
+def test_service_config_keys_get_a_suggestion(tmp_path: Path) -> None:
+    from contextwright.service import ServiceConfig
+
+    config = tmp_path / "service.toml"
+    config.write_text("[service]\nbugdet = 200\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['bugdet'\]\. Did you mean 'budget'\? Valid: "):
+        ServiceConfig.load(str(config), env={})
+    with pytest.raises(
+        ConfigError, match=r"unknown service setting\(s\) \['worker'\]\. Did you mean 'workers'\?"
+    ):
+        ServiceConfig.load(None, env={}, worker=2)

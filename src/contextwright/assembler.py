@@ -9,7 +9,7 @@ from typing import Any
 
 from contextwright.budget import ModelSpec, ZoneBudget, get_model
 from contextwright.config import pipeline_from_config
-from contextwright.errors import ConfigError, InputError
+from contextwright.errors import ConfigError, InputError, did_you_mean
 from contextwright.pipeline import Pipeline, Plan
 from contextwright.render.format import Format
 from contextwright.render.history import HistoryResult, trim_history
@@ -398,12 +398,9 @@ def _check_resources(
     unknown = [k for k in given if k not in known]
     if not unknown:
         return
-    import difflib
-
     valid = sorted({*arguments, *options})
     name = unknown[0]
-    close = difflib.get_close_matches(name, [*valid, *sorted(resources)], n=1, cutoff=0.6)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, [*valid, *sorted(resources)])
     raise ConfigError(
         f"{where}() got an unknown argument {name!r}.{hint} "
         f"Valid arguments: {', '.join(valid)}; resources for stages: {', '.join(sorted(resources)) or '(none)'}. "
