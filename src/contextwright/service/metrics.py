@@ -104,7 +104,7 @@ class Metrics:
             from prometheus_client import multiprocess
 
             registry = prom.CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             return prom.generate_latest(registry), prom.CONTENT_TYPE_LATEST
         return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST
 
