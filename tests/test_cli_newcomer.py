@@ -198,3 +198,17 @@ def test_index_shows_a_progress_bar_on_a_tty_and_nothing_when_piped(tmp_path: Pa
     assert b"indexing" in tty
     piped = runner.invoke(app, ["index", str(CORPUS), "--db", f"sqlite:///{tmp_path / 'b.db'}"])
     assert piped.exit_code == 0 and piped.stderr == ""
+
+
+def test_assemble_over_a_query_file_shows_progress_on_a_tty_only(tmp_path: Path) -> None:
+    chunks = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        "".join(json.dumps({"id": f"q{i}", "question": "who?", "chunks": chunks}) + "\n" for i in range(3)),
+        encoding="utf-8",
+    )
+    stdout, tty = _run_with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
+    assert b"assembled" in tty and b"queries" in tty
+    assert len(stdout.decode().splitlines()) == 3  # stdout holds only the results
+    piped = runner.invoke(app, ["assemble", str(queries), "--budget", "200", "--json"])
+    assert piped.exit_code == 0 and "assembled" not in piped.stderr

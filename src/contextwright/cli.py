@@ -268,6 +268,7 @@ if typer is not None:
                     TimeElapsedColumn(),
                     console=err,
                     transient=True,
+                    redirect_stdout=False,  # the results go to stdout untouched, the bar to stderr
                 )
                 self.bar.start()
                 self.task = self.bar.add_task("assemble", total=None)
