@@ -264,3 +264,16 @@ def test_service_config_keys_get_a_suggestion(tmp_path: Path) -> None:
         ConfigError, match=r"unknown service setting\(s\) \['worker'\]\. Did you mean 'workers'\?"
     ):
         ServiceConfig.load(None, env={}, worker=2)
+
+
+def test_config_mappings_and_files_reject_unknown_keys_with_a_suggestion(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"config has no key 'fromat'\. Did you mean 'format'\? Valid keys: "
+    ):
+        contextwright.pipeline_from_config({"preset": "qa", "fromat": "numbered"})
+    toml = tmp_path / "mine.toml"
+    toml.write_text('preset = "qa"\nstage = []\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"no key 'stage'\. Did you mean 'stages'\?"):
+        assemble("q", CHUNKS, preset=str(toml), budget=100)
+    with pytest.raises(ConfigError, match=r"unknown preset 'citation'\. Did you mean 'citations'\?"):
+        assemble("q", CHUNKS, preset="citation", budget=100)
