@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +92,91 @@ def pg_dsn() -> str:
     if not dsn:
         pytest.skip("set CONTEXTWRIGHT_TEST_PG_DSN to run PostgreSQL tests (.ci/run does)")
     return dsn
+
+
+class TcpProxy:
+    """A TCP forwarder on 127.0.0.1 that a test can stop and start again, to take a real server
+    (PostgreSQL) away from a client and bring it back the way a restart does: open connections
+    are cut, new ones are refused while it is stopped."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        import socket
+
+        self.target = target
+        self._socket = socket
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = int(probe.getsockname()[1])
+        probe.close()
+        self._listener: Any = None
+        self._conns: list[Any] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        s = self._socket.socket()
+        s.setsockopt(self._socket.SOL_SOCKET, self._socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(64)
+        self._listener = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(self._socket.SHUT_RDWR)  # wakes the accept() blocked on it
+            listener.close()
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(self._socket.SHUT_RDWR)
+            c.close()
+
+    def _accept(self, listener: Any) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = self._socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: Any, dst: Any) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+
+@pytest.fixture
+def pg_proxy(pg_dsn: str) -> Iterator[tuple[TcpProxy, str]]:
+    """A :class:`TcpProxy` in front of the test PostgreSQL, and the DSN that goes through it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(pg_dsn)
+    proxy = TcpProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    proxy.start()
+    netloc = (
+        f"{parts.username}:{parts.password}@127.0.0.1:{proxy.port}"
+        if parts.username
+        else f"127.0.0.1:{proxy.port}"
+    )
+    try:
+        yield proxy, urlunsplit(parts._replace(netloc=netloc))
+    finally:
+        proxy.stop()

@@ -458,7 +458,13 @@ if typer is not None:
         try:
             cfg = ServiceConfig.load(config, host=host, port=port, workers=workers, log_level=log_level)
             if cfg.workers == 1:
-                uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=cfg.log_level)
+                uvicorn.run(
+                    create_app(cfg),
+                    host=cfg.host,
+                    port=cfg.port,
+                    log_level=cfg.log_level,
+                    access_log=not cfg.access_log,  # the service writes its own (JSON) access log
+                )
                 return
             create_app(cfg)  # fail here, once, rather than in every worker
         except ContextwrightError as exc:
@@ -476,6 +482,7 @@ if typer is not None:
                 port=cfg.port,
                 workers=cfg.workers,
                 log_level=cfg.log_level,
+                access_log=not cfg.access_log,
             )
 
     @app.command("inspect")

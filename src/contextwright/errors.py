@@ -13,6 +13,7 @@ us::
     ├── TokenizerError(RuntimeError)  a tokenizer cannot be loaded (offline, missing file)
     ├── StoreError(RuntimeError)      a chunk store failed or timed out
     ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
+    ├── AssemblyCancelled(RuntimeError) stopped at a stage boundary (deadline passed)
     └── MissingDependencyError(ImportError)  an optional extra is not installed
 
 Messages name the setting or field, show the value that was received, and say
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "AssemblyCancelled",
     "BudgetError",
     "HistoryBudgetError",
     "CompressionError",
@@ -68,6 +70,10 @@ class StoreError(ContextwrightError, RuntimeError):
 
 class CompressionError(ContextwrightError, RuntimeError):
     """A compressor failed; pipelines fall back to the original chunk."""
+
+
+class AssemblyCancelled(ContextwrightError, RuntimeError):
+    """An assembly was cancelled (its deadline passed) and stopped at a stage boundary."""
 
 
 class MissingDependencyError(ContextwrightError, ImportError):

@@ -9,14 +9,17 @@ and renders again until it fits. Citations are numbered on the final order.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextwright.errors import ConfigError
+from contextwright.errors import AssemblyCancelled, ConfigError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
@@ -35,11 +38,40 @@ from contextwright.types import (
 if TYPE_CHECKING:
     from contextwright.render.history import HistoryResult
 
-__all__ = ["Pipeline", "Plan"]
+__all__ = ["Pipeline", "Plan", "cancel_on"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_BODIES = 16_384  # per pipeline; the service keeps one pipeline per configuration
+
+_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cancel", default=None)
+
+
+@contextlib.contextmanager
+def cancel_on(event: threading.Event) -> Iterator[None]:
+    """Within this block, pipelines stop at the next stage boundary once ``event`` is set.
+
+    Cooperative cancellation: a stage runs to its end, then the pipeline checks
+    the event before the next stage and before the render, and raises
+    :class:`~contextwright.errors.AssemblyCancelled`. The service sets the event
+    when a request passes ``timeout_s``, so the worker thread is freed.
+
+    Example:
+        >>> stop = threading.Event()
+        >>> with cancel_on(stop):
+        ...     ctx = assembler.assemble(query, chunks)   # another thread may call stop.set()
+    """
+    token = _cancel.set(event)
+    try:
+        yield
+    finally:
+        _cancel.reset(token)
+
+
+def _check_cancelled(before: str) -> None:
+    event = _cancel.get()
+    if event is not None and event.is_set():
+        raise AssemblyCancelled(f"assembly cancelled before {before!r} (its deadline passed).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +233,7 @@ class Pipeline:
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
         _report_empty(reports, empty, len(inputs))
+        _check_cancelled("render")
         return self._finish(
             query, inputs, empty, meter, current, reports, input_tokens, tokens_now, budget, zones, tokenizer
         )
@@ -232,6 +265,7 @@ class Pipeline:
         input_tokens = tokens_now
         reports: list[StageReport] = []
         for stage in self.stages:
+            _check_cancelled(stage.name)
             needs = _needs(stage, env)
             start = time.perf_counter()
             result: StageResult = stage(current, **needs)
@@ -268,6 +302,7 @@ class Pipeline:
         input_tokens = tokens_now
         reports: list[StageReport] = []
         for stage in self.stages:
+            _check_cancelled(stage.name)
             needs = _needs(stage, env)
             start = time.perf_counter()
             acall = getattr(stage, "acall", None)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PHRASES",
     "PROBLEM_JSON",
+    "BodyTimeout",
     "BodyTooLarge",
     "Failure",
     "Loc",
@@ -42,11 +43,14 @@ PROBLEM_JSON = "application/problem+json"
 
 PHRASES = {
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
+    408: "Request Timeout",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
     504: "Gateway Timeout",
@@ -90,6 +94,14 @@ class BodyTooLarge(StarletteHTTPException):
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"request body exceeds {limit} bytes")
         self.limit = limit
+
+
+class BodyTimeout(StarletteHTTPException):
+    """Raised while reading a body that has not arrived within ``body_timeout_s``."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(408, f"request body not received within {timeout_s:g} s")
+        self.timeout_s = timeout_s
 
 
 def body_too_large(limit: int) -> str:
@@ -223,6 +235,14 @@ def add_handlers(app: FastAPI) -> None:
         if isinstance(exc, BodyTooLarge):
             return problem_response(
                 problem_body(413, "body-too-large", body_too_large(exc.limit), loc=["body"])
+            )
+        if isinstance(exc, BodyTimeout):
+            detail = (
+                f"the request body did not arrive within {exc.timeout_s:g} s (body_timeout_s); "
+                "send it at once."
+            )
+            return problem_response(
+                problem_body(408, "body-timeout", detail, loc=["body"]), headers={"connection": "close"}
             )
         code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)

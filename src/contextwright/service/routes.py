@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 import contextwright
 from contextwright.errors import (
+    AssemblyCancelled,
     BudgetError,
     ConfigError,
     ContextwrightError,
@@ -20,6 +21,7 @@ from contextwright.errors import (
     StoreError,
 )
 from contextwright.service.assemblers import Assemblers
+from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
 from contextwright.service.problems import Failure, Loc, input_loc, responses
 from contextwright.service.runner import Runner
@@ -114,6 +116,8 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
         raise Failure(422, "invalid-option", str(exc), where) from None
     except StoreError as exc:
         raise Failure(503, "store-unavailable", str(exc)) from None
+    except AssemblyCancelled:
+        raise  # its request has had its 504 already; the runner counts it
     except ContextwrightError as exc:
         raise Failure(422, "assembly-failed", str(exc)) from None
     metrics.observe_context(ctx)
@@ -179,6 +183,7 @@ def add_routes(
     assemblers: Assemblers,
     metrics: Metrics,
     runner: Runner,
+    lifecycle: Lifecycle,
 ) -> None:
     """Register the endpoints on ``app``."""
     from contextwright.config import list_presets
@@ -206,9 +211,22 @@ def add_routes(
     async def resolve_endpoint(req: ResolveRequest) -> Any:  # type: ignore[valid-type]
         return Response(resolve(req), media_type="application/json")
 
-    @app.get("/healthz", response_model=Health, summary="Liveness")
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "Draining after SIGTERM."}},
+        summary="Liveness (and readiness: 503 while draining)",
+    )
     async def healthz() -> Any:
-        return {"status": "ok", "version": contextwright.__version__, "assemblers": len(assemblers)}
+        body = {
+            "status": "draining" if lifecycle.draining else "ok",
+            "version": contextwright.__version__,
+            "assemblers": len(assemblers),
+            "in_flight": lifecycle.in_flight,
+        }
+        return Response(
+            dumps(body), status_code=503 if lifecycle.draining else 200, media_type="application/json"
+        )
 
     @app.get(
         "/metrics",

@@ -207,9 +207,10 @@ class Problem(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, or draining after SIGTERM (then the status code is 503).")
     version: str
-    assemblers: int
+    assemblers: int = Field(description="Assemblers built and cached in this worker process.")
+    in_flight: int = Field(0, description="Requests being answered by this worker process.")
 
 
 # -- requests (limits from the app's settings) ---------------------------------------
