@@ -25,8 +25,7 @@ def _served_by(directory: Path) -> dict[str, float]:
         pid = path.stem.split("_", 1)[1]
         out[pid] = 0.0
         for key, value, *_ in MmapedDict.read_all_values_from_file(str(path)):
-            metric_name, _name, labelnames, labelvalues, *_help = json.loads(key)
-            labels = dict(zip(labelnames, labelvalues, strict=True))
+            metric_name, _name, labels, *_help = json.loads(key)  # prometheus_client's mmap_key
             if metric_name == "contextwright_http_requests" and labels == {
                 "route": "/v1/assemble",
                 "method": "POST",
