@@ -207,7 +207,7 @@ def test_index_reads_gzip_and_relative_sqlite_urls(tmp_path: Path, monkeypatch: 
 @pytest.mark.parametrize(
     ("corpus", "db", "message"),
     [
-        ("missing.jsonl", "sqlite:///x.db", r"cannot read corpus 'missing.jsonl'"),
+        ("missing.jsonl", "sqlite:///x.db", r"input file 'missing.jsonl' does not exist"),
         (str(FIXTURE), "mysql://host/db", r"unknown store URL 'mysql://host/db'"),
         (str(FIXTURE), "memory://", r"--db memory:// keeps nothing once the command exits"),
     ],

@@ -64,7 +64,7 @@ def test_config_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "pattern"),
     [
-        ("nope", r"unknown preset 'nope'; valid: .*qa"),
+        ("nope", r"unknown preset 'nope'\. Valid: .*qa"),
         ({"stages": "x"}, r"config 'stages' must be a list"),
         (
             {"stages": [{"type": "shuffle"}]},

@@ -272,3 +272,49 @@ def test_service_page_assembles_pasted_chunks_and_redraws(browser_context: Any, 
     page.wait_for_selector("#cw-error:not([hidden])")
     assert "body.chunks.0.score" in page.locator("#cw-error").text_content()
     assert errors == []
+
+
+@pytest.mark.browser
+def test_docs_page_renders_the_operations_in_chromium_offline(browser_context: Any, service_url: str) -> None:
+    page = browser_context.new_page()
+    errors = watch_errors(page)
+    outside: list[str] = []
+
+    def only_local(route: Any) -> None:  # offline: anything but the server itself is refused
+        if route.request.url.startswith(service_url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    page.goto(service_url + "docs")
+    page.wait_for_selector(".opblock-summary-path", timeout=20_000)
+    paths = page.locator(".opblock-summary-path").all_text_contents()
+    assert any("/v1/assemble" in p for p in paths) and any("/healthz" in p for p in paths)
+    assert outside == [] and errors == []
+
+
+@pytest.mark.browser
+def test_inspector_form_clears_the_previous_result_when_a_request_fails(
+    browser_context: Any, service_url: str
+) -> None:
+    page = browser_context.new_page()
+    page.goto(service_url)
+    page.fill("#cw-chunks", json.dumps(CHUNKS))
+    page.fill("#cw-query", "who discovered x-rays?")
+    page.fill("#cw-budget", "120")
+    page.click("#cw-submit")
+    page.wait_for_selector("#cw-bar .block[data-index]")
+    assert page.locator("#cw-result").is_visible()
+    page.fill("#cw-chunks", json.dumps([{"text": "a", "score": "high"}]))
+    page.click("#cw-submit")
+    page.wait_for_selector("#cw-error:not([hidden])")
+    assert page.locator("#cw-result").is_hidden()
+    assert page.locator("#cw-text").text_content() == ""
+    assert page.locator("#cw-bar .block").count() == 0
+    # a request that works again shows the new result
+    page.fill("#cw-chunks", json.dumps(CHUNKS))
+    page.click("#cw-submit")
+    page.wait_for_selector("#cw-result:not([hidden])")
+    assert page.locator("#cw-error").is_hidden()

@@ -46,13 +46,16 @@ def test_jsonl_of_queries_with_limit(dev_queries: list, tmp_path: Path) -> None:
     ("content", "pattern"),
     [
         ("", r"is empty; expected JSON or JSON Lines"),
-        ('{"text": "a"}\n{"text": ', r"line 2 of .* is not valid JSON"),
+        ('{"text": "a"}\n{"text": ', r"bad\.jsonl:2: not valid JSON"),
         ('[{"text": "a"}', r"is not valid JSON"),
         (
             '{"text": "a"}\n{"question": "q", "chunks": []}',
-            r"line 2 .* is a query \(has 'chunks'\) but earlier lines were chunks",
+            r"bad\.jsonl:2 is a query \(has 'chunks'\) but earlier records were chunks",
         ),
-        ('{"question": "q", "chunks": "x"}', r"input\.chunks must be a list of chunk objects; got str"),
+        (
+            '{"question": "q", "chunks": "x"}',
+            r"bad\.jsonl:1: 'chunks' must be a list of chunk objects; got str",
+        ),
     ],
 )
 def test_bad_input_is_named(tmp_path: Path, content: str, pattern: str) -> None:

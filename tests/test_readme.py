@@ -153,7 +153,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if CORPUS.exists():
         from contextwright.stores import open_store
 
-        with open_store(f"sqlite:///{work / 'nq.db'}") as store:
+        with open_store(f"sqlite:///{work / 'nq.db'}", mode="create") as store:
             store.load_jsonl(str(CORPUS))
     return work
 

@@ -197,7 +197,7 @@ def test_read_jsonl_reports_progress_to_the_end(tmp_path: Path) -> None:
 
 
 def test_read_jsonl_of_a_missing_file_says_which() -> None:
-    with pytest.raises(InputError, match=r"cannot read corpus '.*nope\.jsonl'"):
+    with pytest.raises(InputError, match=r"input file '.*nope\.jsonl' does not exist"):
         list(read_jsonl("nope.jsonl"))
 
 
@@ -347,13 +347,13 @@ def test_postgres_store_without_psycopg_names_the_extra(monkeypatch: pytest.Monk
 
 def test_open_store_builds_each_kind_from_its_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert isinstance(open_store("memory://"), InMemoryStore)
+    assert isinstance(open_store("memory://", mode="create"), InMemoryStore)
     for url in ("sqlite://:memory:", "sqlite://", "sqlite:///:memory:"):
-        store = open_store(url)
+        store = open_store(url, mode="create")
         assert isinstance(store, SQLiteStore)
         assert store.path == ":memory:"
-    relative = open_store("sqlite:///rel.db")
-    absolute = open_store(f"sqlite:///{tmp_path}/abs.db", table="other")
+    relative = open_store("sqlite:///rel.db", mode="create")
+    absolute = open_store(f"sqlite:///{tmp_path}/abs.db", mode="create", table="other")
     assert (relative.path, absolute.path, absolute.table) == ("rel.db", f"{tmp_path}/abs.db", "other")
     assert (tmp_path / "rel.db").exists()
     assert (tmp_path / "abs.db").exists()
@@ -362,7 +362,7 @@ def test_open_store_builds_each_kind_from_its_url(tmp_path: Path, monkeypatch: p
 @pytest.mark.postgres
 def test_open_store_opens_postgres_urls(pg_dsn: str) -> None:
     pytest.importorskip("psycopg")
-    with open_store(pg_dsn, table=_table()) as store:
+    with open_store(pg_dsn, mode="create", table=_table()) as store:
         assert isinstance(store, PostgresStore)
         try:
             assert store.count() == 0

@@ -10,7 +10,7 @@ to its source.
     >>> ctx.text, ctx.citations, ctx.report.summary()
 """
 
-from contextwright.assembler import Assembler, assemble
+from contextwright.assembler import Assembler, aassemble, assemble
 from contextwright.budget import ModelSpec, ZoneBudget, get_model, list_models, register_model
 from contextwright.config import (
     get_preset,
@@ -32,7 +32,7 @@ from contextwright.pipeline import Pipeline
 from contextwright.render.cite import CitationResolution, resolve_citations
 from contextwright.render.format import get_format
 from contextwright.render.messages import PROMPTS
-from contextwright.stages.base import Stage, register_stage
+from contextwright.stages.base import Stage, register_resource, register_stage
 from contextwright.tokens import Tokenizer, get_tokenizer, register_tokenizer
 from contextwright.types import (
     AssembledContext,
@@ -72,6 +72,7 @@ __all__ = [
     "TokenizerError",
     "ZoneBudget",
     "__version__",
+    "aassemble",
     "assemble",
     "get_format",
     "get_model",
@@ -83,6 +84,7 @@ __all__ = [
     "pipeline_to_config",
     "register_model",
     "register_preset",
+    "register_resource",
     "register_stage",
     "register_tokenizer",
     "resolve_citations",

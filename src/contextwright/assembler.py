@@ -9,7 +9,7 @@ from typing import Any
 
 from contextwright.budget import ModelSpec, ZoneBudget, get_model
 from contextwright.config import pipeline_from_config
-from contextwright.errors import ConfigError, InputError
+from contextwright.errors import ConfigError, InputError, did_you_mean
 from contextwright.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.pipeline import Pipeline, Plan
 from contextwright.render.format import Format
@@ -18,7 +18,7 @@ from contextwright.render.messages import Message, system_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 from contextwright.types import AssembledContext, Chunk
 
-__all__ = ["Assembler", "assemble"]
+__all__ = ["Assembler", "aassemble", "assemble"]
 
 DEFAULT_BUFFER = 128
 
@@ -78,6 +78,7 @@ class Assembler:
             self.pipeline = config
         else:
             self.pipeline = pipeline_from_config(config, order=order, format=format)
+        _check_resources("Assembler", resources, _ASSEMBLER_ARGS, self.pipeline.stages)
         self.model = get_model(model) if isinstance(model, str) else model
         if budget is None and self.model is None:
             raise ConfigError(
@@ -167,6 +168,42 @@ class Assembler:
             return ctx
         return replace(ctx, report=replace(ctx.report, history=trimmed))
 
+    async def aassemble(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        budget: int | None = None,
+        history: Sequence[Mapping[str, str]] | None = None,
+        summarizer: Callable[[list[Message]], str] | None = None,
+    ) -> AssembledContext:
+        """:meth:`assemble` for asyncio applications: the same bytes, without blocking the event loop.
+
+        Stages that do I/O (a store fetch for ``expand``, requests to an LLM
+        for ``llm_compress``) run in worker threads, or on the loop when the
+        stage offers an async ``acall``; concurrent calls overlap their I/O.
+
+        Example:
+            >>> ctxs = await asyncio.gather(*(asm.aassemble(q, hits[q]) for q in queries))
+        """
+        import asyncio
+
+        from contextwright._frameworks import from_any
+
+        trimmed = await asyncio.to_thread(self._history, history, summarizer) if history is not None else None
+        zones = await asyncio.to_thread(self.zones, query, budget=budget)
+        ctx = await self.pipeline.arun(
+            query,
+            from_any(chunks),
+            tokenizer=self.tokenizer,
+            budget=zones.documents,
+            zones=zones.as_dict(),
+            resources=self.resources,
+        )
+        if trimmed is None:
+            return ctx
+        return replace(ctx, report=replace(ctx.report, history=trimmed))
+
     def _through(
         self,
         step: Callable[..., Any],
@@ -175,10 +212,12 @@ class Assembler:
         budget: int | None,
     ) -> Any:
         """``step`` (``pipeline.run`` or ``pipeline.plan``) with this assembler's zones and resources."""
+        from contextwright._frameworks import from_any
+
         zones = self.zones(query, budget=budget)
         return step(
             query,
-            chunks,
+            from_any(chunks),
             tokenizer=self.tokenizer,
             budget=zones.documents,
             zones=zones.as_dict(),
@@ -281,7 +320,101 @@ def assemble(
         >>> ctx = assemble("who discovered x-rays?", chunks, budget=500)
         >>> print(ctx.text); ctx.report.summary()
     """
+    _check_resources(
+        "assemble",
+        options,
+        _ASSEMBLE_ARGS,
+        preset.stages if isinstance(preset, Pipeline) else (),
+        options=_ASSEMBLER_OPTIONS,
+    )
     assembler = Assembler(
         preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
     )
     return assembler.assemble(query, chunks, history=history)
+
+
+async def aassemble(
+    query: str,
+    chunks: Iterable[Chunk | Mapping[str, Any]],
+    *,
+    preset: str | Path | Mapping[str, Any] | Pipeline = "qa",
+    model: str | None = None,
+    budget: int | None = None,
+    tokenizer: str | Tokenizer | None = None,
+    format: str | Format | Mapping[str, Any] | None = None,
+    order: str | None = None,
+    history: Sequence[Mapping[str, str]] | None = None,
+    **options: Any,
+) -> AssembledContext:
+    """:func:`assemble` for asyncio: the same arguments and result (see :meth:`Assembler.aassemble`).
+
+    Building an :class:`Assembler` loads a tokenizer; for many calls build one
+    and await its :meth:`~Assembler.aassemble` instead.
+
+    Example:
+        >>> ctx = await contextwright.aassemble("who discovered x-rays?", chunks, budget=500)
+    """
+    import asyncio
+
+    _check_resources(
+        "aassemble",
+        options,
+        _ASSEMBLE_ARGS,
+        preset.stages if isinstance(preset, Pipeline) else (),
+        options=_ASSEMBLER_OPTIONS,
+    )
+    assembler = await asyncio.to_thread(
+        lambda: Assembler(
+            preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
+        )
+    )
+    return await assembler.aassemble(query, chunks, history=history)
+
+
+_ASSEMBLER_OPTIONS = ("system", "history_tokens", "output_tokens", "buffer_tokens")
+_ASSEMBLER_ARGS = ("config", "model", "budget", "tokenizer", "format", "order", *_ASSEMBLER_OPTIONS)
+_ASSEMBLE_ARGS = (
+    "query",
+    "chunks",
+    "preset",
+    "model",
+    "budget",
+    "tokenizer",
+    "format",
+    "order",
+    "history",
+    *_ASSEMBLER_OPTIONS,
+)
+
+
+def _check_resources(
+    where: str,
+    given: Mapping[str, Any],
+    arguments: Sequence[str],
+    stages: Sequence[Any],
+    *,
+    options: Sequence[str] = (),
+) -> None:
+    """Reject a keyword that is neither an argument nor a declared resource, suggesting the closest name.
+
+    Resources are what stages declare (``requires``/``optional``: ``store``,
+    ``embedder``, ``llm``) plus :func:`~contextwright.stages.base.register_resource`
+    names; anything else is a typo (``fromat=``, ``buget=``, ``tokenzier=``)
+    that would otherwise be carried along unused.
+    """
+    from contextwright.stages.base import resource_names
+
+    resources = resource_names(stages)
+    known = {*options, *resources}
+    unknown = [k for k in given if k not in known]
+    if not unknown:
+        return
+    valid = sorted({*arguments, *options})
+    name = unknown[0]
+    hint = did_you_mean(name, [*valid, *sorted(resources)])
+    raise ConfigError(
+        f"{where}() got an unknown argument {name!r}.{hint} "
+        f"Valid arguments: {', '.join(valid)}; resources for stages: {', '.join(sorted(resources)) or '(none)'}. "
+        "A resource your own stage reads must be declared in its requires/optional, "
+        "or registered with contextwright.register_resource(name)."
+    )

@@ -24,6 +24,18 @@ def _missing() -> None:
 
 
 if typer is not None:
+    from typer.core import TyperOption
+
+    _display_type = TyperOption.display_type_rich
+
+    def _flag_display_type(self: Any, ctx: Any) -> str | None:
+        # A boolean flag takes no value: show "--json", not "--json <bool>" (click never shows one).
+        return None if self.is_flag and not self.secondary_opts else _display_type(self, ctx)
+
+    if not getattr(TyperOption.display_type_rich, "_contextwright", False):
+        _flag_display_type._contextwright = True  # type: ignore[attr-defined]
+        TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
+
     app = typer.Typer(
         name="contextwright",
         help="Context assembly for RAG: budgets, dedup, ordering, citations.",
@@ -53,7 +65,10 @@ if typer is not None:
 
     def fail(message: str) -> NoReturn:
         """Print a readable error and exit with code 2 (bad input or options)."""
-        err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+        from rich.markup import escape
+
+        # The message is plain text: "[offline]" in an install hint must print as written.
+        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
         raise typer.Exit(2)
 
     def _csv(value: str | None) -> list[str]:
@@ -203,8 +218,12 @@ if typer is not None:
                 history_tokens=history_tokens,
             )
             turns = read_history(history) if history is not None else None
+            bar = QueryProgress(enabled=err.is_terminal and not sys.stdout.isatty())
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
+                if not q and not item.id and n == 0:
+                    warn_no_query(file, assembler)
+                bar.advance(n)
                 if dry_run:
                     print_plan(assembler.plan(q, item.chunks, history=turns), item.id, q, as_json=as_json)
                     continue
@@ -224,8 +243,58 @@ if typer is not None:
                         err.print(f"[dim]{history_line(ctx.report.history)}[/]")
                 if report:
                     print_report(ctx)
+            bar.stop()
         except ContextwrightError as exc:
             fail(str(exc))
+
+    class QueryProgress:
+        """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY)."""
+
+        def __init__(self, *, enabled: bool) -> None:
+            self.enabled = enabled
+            self.bar: Any = None
+
+        def advance(self, done: int) -> None:
+            if not self.enabled:
+                return
+            if self.bar is None:
+                if done == 0:
+                    return  # one query needs no bar
+                from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+                self.bar = Progress(
+                    SpinnerColumn(),
+                    TextColumn("assembled {task.completed:,} queries"),
+                    TimeElapsedColumn(),
+                    console=err,
+                    transient=True,
+                    redirect_stdout=False,  # the results go to stdout untouched, the bar to stderr
+                )
+                self.bar.start()
+                self.task = self.bar.add_task("assemble", total=None)
+            self.bar.update(self.task, completed=done)
+
+        def stop(self) -> None:
+            if self.bar is not None:
+                self.bar.stop()
+
+    def warn_no_query(file: str, assembler: Any) -> None:
+        """Say on stderr that a list of chunks is assembled without a query."""
+        from rich.markup import escape
+
+        users = [s.name for s in assembler.pipeline.stages if "query" in getattr(s, "requires", ())]
+        what = (
+            f"relevance-aware stages ({', '.join(users)}) run without a query"
+            if users
+            else "the context is assembled without a query (relevance-aware stages, such as "
+            "compression, would run without one)"
+        )
+        name = "stdin" if file == "-" else file
+        err.print(
+            f"[yellow]warning:[/] {escape(f'{name} is a list of chunks and --query was not given: {what}.')} "
+            f'Pass --query "...".',
+            highlight=False,
+        )
 
     def read_history(path: Path) -> list[Any]:
         """The turns of a --history file: a JSON list of {role, content}."""
@@ -279,24 +348,29 @@ if typer is not None:
 
     def print_report(ctx: Any) -> None:
         """The per-stage report as a Rich table on stderr."""
+        from collections import Counter
+
+        from rich.markup import escape
         from rich.table import Table
 
-        table = Table(title=ctx.report.summary(), title_justify="left")
+        # Counts by reason fit 80 columns; every chunk id with its reason is in --json.
+        table = Table(title=escape(ctx.report.summary()), title_justify="left")
         for col in ("stage", "chunks", "tokens", "ms", "dropped / changed"):
-            table.add_column(col, justify="right" if col in ("ms",) else "left")
-        for s in ctx.report.stages:
-            drops = ", ".join(
-                f"{d.chunk_id}: {d.reason}" + (f" → {d.related}" if d.related else "") for d in s.dropped
+            table.add_column(
+                col, justify="right" if col == "ms" else "left", no_wrap=col != "dropped / changed"
             )
-            changes = ", ".join(f"{c.chunk_id}: {c.action}" for c in s.changed)
+        for s in ctx.report.stages:
+            counts = Counter(d.reason for d in s.dropped) + Counter(c.action for c in s.changed)
             table.add_row(
-                s.stage,
+                escape(s.stage),
                 f"{s.chunks_in} → {s.chunks_out}",
-                f"{s.tokens_in} → {s.tokens_out}",
+                f"{s.tokens_in} → {s.tokens_out}" if s.tokens_in is not None else "",
                 f"{s.ms:.2f}",
-                "; ".join(x for x in (drops, changes) if x),
+                escape(", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))),
             )
         err.print(table)
+        if ctx.report.dropped:
+            err.print("[dim]every dropped chunk with its reason: --json (report.stages[].dropped)[/]")
 
     # -- presets / models: what is registered ---------------------------------
 
@@ -332,6 +406,7 @@ if typer is not None:
         import dataclasses
         import json
 
+        from rich import box
         from rich.table import Table
 
         from contextwright.budget import list_models
@@ -340,16 +415,23 @@ if typer is not None:
         if as_json:
             sys.stdout.write(json.dumps([dataclasses.asdict(m) for m in models], indent=2) + "\n")
             return
-        table = Table()
-        for col in ("model", "window", "max output", "tokenizer", "note"):
-            table.add_column(
-                col,
-                justify="right" if col in ("window", "max output") else "left",
-                no_wrap=col != "note",
-            )
+        # 80 columns: names and numbers never shrink to "…"; a long tokenizer name folds onto a
+        # second line, and the one note (an approximated tokenizer) is a footnote, not a column.
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        table.add_column("model", no_wrap=True)
+        table.add_column("window", justify="right", no_wrap=True)
+        table.add_column("max output", justify="right", no_wrap=True)
+        table.add_column("tokenizer", overflow="fold")
+        notes: dict[str, str] = {}
         for m in models:
-            table.add_row(m.name, f"{m.context_window:,}", f"{m.max_output:,}", m.tokenizer, m.tokenizer_note)
-        Console(highlight=False).print(table)
+            mark = ""
+            if m.tokenizer_note:
+                mark = notes.setdefault(m.tokenizer_note, "*" * (len(notes) + 1))
+            table.add_row(m.name, f"{m.context_window:,}", f"{m.max_output:,}", m.tokenizer + mark)
+        console = Console(highlight=False)
+        console.print(table)
+        for note, mark in notes.items():
+            console.print(f"{mark} {note}", markup=False)
 
     # -- serve / inspect (service.py, inspector.py) ---------------------------
 
@@ -390,15 +472,18 @@ if typer is not None:
         # Worker processes build their app from the import string; the settings travel as
         # CONTEXTWRIGHT_* variables, which ServiceConfig.load reads in each worker.
         os.environ.update(cfg.to_env())
-        uvicorn.run(
-            "contextwright.service:create_app",
-            factory=True,
-            host=cfg.host,
-            port=cfg.port,
-            workers=cfg.workers,
-            log_level=cfg.log_level,
-            access_log=not cfg.access_log,
-        )
+        from contextwright.service.metrics import shared_metrics_dir
+
+        with shared_metrics_dir():  # /metrics sums every worker's values (prometheus multiprocess mode)
+            uvicorn.run(
+                "contextwright.service:create_app",
+                factory=True,
+                host=cfg.host,
+                port=cfg.port,
+                workers=cfg.workers,
+                log_level=cfg.log_level,
+                access_log=not cfg.access_log,
+            )
 
     @app.command("inspect")
     def inspect_cmd(
@@ -477,7 +562,7 @@ if typer is not None:
         start = time.perf_counter()
         try:
             with (
-                open_store(db, table=table) as chunk_store,
+                open_store(db, mode="create", table=table) as chunk_store,
                 Progress(
                     TextColumn("indexing"),
                     BarColumn(),
@@ -486,6 +571,7 @@ if typer is not None:
                     TimeElapsedColumn(),
                     console=err,
                     transient=True,
+                    disable=not err.is_terminal,
                 ) as bar,
             ):
                 task = bar.add_task("index", total=None, chunks=0)
@@ -885,6 +971,10 @@ if typer is not None:
             str | None,
             typer.Option(help="With --positions: write the measured curve here as a prior file for --prior."),
         ] = None,
+        wide: Annotated[
+            bool,
+            typer.Option("--wide", help="Print every metric (default: the headline metrics, 80 columns)."),
+        ] = False,
     ) -> None:
         """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
 
@@ -929,6 +1019,7 @@ if typer is not None:
                 TimeElapsedColumn(),
                 console=err,
                 transient=True,
+                disable=not err.is_terminal,  # a bar on a terminal; nothing extra when piped
             ) as bar:
                 task = bar.add_task("eval", total=len(queries))
                 result = evaluate(
@@ -968,7 +1059,7 @@ if typer is not None:
                 err.print(f"[yellow]skipped {name}:[/] {reason}", highlight=False)
             for name, note in result.notes.items():
                 err.print(f"[yellow]note {name}:[/] {note}", highlight=False)
-            table = render_table(result)
+            table = render_table(result, wide=wide)
             out = Console(highlight=False)
             needed = out.measure(table, options=out.options.update_width(1_000)).maximum
             if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"

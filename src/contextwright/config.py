@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import ConfigError
+from contextwright.errors import ConfigError, did_you_mean
 from contextwright.pipeline import Pipeline
 from contextwright.render.format import Format, format_to_dict, get_format
 from contextwright.stages.base import get_stage_class, stage_from_dict, stage_to_dict
@@ -108,7 +108,6 @@ _PRESETS: dict[str, dict[str, Any]] = {
 }
 _LOCK = threading.Lock()
 #: The keys a config mapping may have; anything else is a typo or a misplaced setting.
-_CONFIG_KEYS = frozenset({"name", "description", "preset", "stages", "format", "verify"})
 
 
 def register_preset(name: str, config: Mapping[str, Any]) -> None:
@@ -128,7 +127,7 @@ def get_preset(name: str) -> dict[str, Any]:
         return copy.deepcopy(_PRESETS[name])
     except KeyError:
         raise ConfigError(
-            f"unknown preset {name!r}; valid: {', '.join(sorted(_PRESETS))}. "
+            f"unknown preset {name!r}.{did_you_mean(str(name), _PRESETS)} Valid: {', '.join(sorted(_PRESETS))}. "
             "Or pass a config mapping or a path to a .toml/.json config."
         ) from None
 
@@ -159,6 +158,10 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+#: The top-level keys of a pipeline config (a mapping, a .toml/.json file, a preset).
+CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description"})
+
+
 def pipeline_from_config(
     config: str | Path | Mapping[str, Any] = "qa",
     *,
@@ -183,11 +186,11 @@ def pipeline_from_config(
         name = str(data.get("name", "custom"))
     else:
         raise ConfigError(f"config must be a preset name, a mapping or a path; got {type(config).__name__}.")
-    unknown = sorted(str(k) for k in data if k not in _CONFIG_KEYS)
+    unknown = sorted(str(k) for k in data if k not in CONFIG_KEYS)
     if unknown:
         raise ConfigError(
-            f"config has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-            f"valid keys: {', '.join(sorted(_CONFIG_KEYS))}."
+            f"config has no key {unknown[0]!r}.{did_you_mean(unknown[0], CONFIG_KEYS)} "
+            f"Valid keys: {', '.join(sorted(CONFIG_KEYS))}."
         )
     if "preset" in data:
         base = get_preset(str(data["preset"]))

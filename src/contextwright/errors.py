@@ -23,6 +23,8 @@ how to fix it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "AssemblyCancelled",
     "BudgetError",
@@ -35,6 +37,7 @@ __all__ = [
     "MissingDependencyError",
     "StoreError",
     "TokenizerError",
+    "did_you_mean",
     "missing_extra",
 ]
 
@@ -103,3 +106,11 @@ def missing_extra(module: str, extra: str) -> MissingDependencyError:
         f"{module!r} is not installed; it comes with the {extra!r} extra: "
         f"pip install 'contextwright[{extra}]'"
     )
+
+
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """``" Did you mean 'format'?"`` for the valid name closest to ``name`` (difflib), or ``""`` when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""

@@ -31,7 +31,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from contextwright.types import AssembledContext, Chunk, chunks_from_dicts
+from contextwright.types import AssembledContext, Chunk, Drop, chunks_from_dicts
 
 if TYPE_CHECKING:
     from contextwright.assembler import Assembler
@@ -94,10 +94,13 @@ def block_rows(ctx: AssembledContext, fmt: Format, tokenizer: CachedTokenizer) -
 
 def input_rows(chunks: Iterable[Chunk | Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The input chunks as the pipeline saw them (ids filled in), for looking up dropped ones."""
-    return [
+    empty: list[Drop] = []
+    rows = [
         {"id": c.id, "text": c.text, "score": c.score, "doc_id": c.doc_id, "title": c.title}
-        for c in chunks_from_dicts(chunks)
+        for c in chunks_from_dicts(chunks, empty=empty)
     ]
+    # chunks without text are dropped (reason "empty"); list them too, so every drop has a row
+    return rows + [{"id": d.chunk_id, "text": "", "score": 0.0, "doc_id": None, "title": None} for d in empty]
 
 
 def inspection(
@@ -480,7 +483,11 @@ function render(data) {
   document.body.setAttribute("data-rendered", String(Date.now()));
 }
 
-function showError(msg) { var e = $("cw-error"); e.textContent = msg; e.hidden = !msg; }
+function showError(msg) {
+  var e = $("cw-error"); e.textContent = msg; e.hidden = !msg;
+  // A failed request leaves no stale result on screen that reads as its answer.
+  if (msg && $("cw-result")) { $("cw-result").hidden = true; clear($("cw-text")); clear($("cw-bar")); }
+}
 
 function setup() {
   var form = $("cw-form");

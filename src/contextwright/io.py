@@ -1,26 +1,57 @@
-"""Reading chunk inputs: JSON arrays, JSONL of chunks, JSONL of queries, gzip.
+"""The one input reader of every command: JSON arrays, JSON Lines, gzip of either, stdin.
 
-Three shapes are accepted, from a file (``.gz`` too) or standard input:
+``assemble``, ``inspect``, ``index``, ``eval`` and ``batch`` read their input
+through :func:`read_records`, so they accept the same files:
 
-* a JSON array of chunks, or an object ``{"query": ..., "chunks": [...]}``;
-* JSON Lines of chunks (one chunk object per line);
-* JSON Lines of queries in the shared evaluation schema
-  (``{"id", "question", "chunks": [...], ...}`` per line), assembled one by one.
+* a JSON array (of chunks, or of queries);
+* a JSON object: one query ``{"query": ..., "chunks": [...]}``;
+* JSON Lines (one chunk, or one query, per line);
+* any of these gzip-compressed (detected from the content, not the name);
+* ``-`` for standard input.
+
+A record with ``chunks`` (or ``question``) is a *query* (the shared evaluation schema:
+``{"id", "question", "chunks": [...], ...}``); any other object is a *chunk*.
+A command that needs one shape and finds the other says which it found and
+which it needs.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
+import itertools
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, Literal
 
 from contextwright.errors import InputError
 
-__all__ = ["QueryItem", "read_items"]
+__all__ = ["QueryItem", "Record", "read_items", "read_records"]
+
+Need = Literal["chunks", "queries", "any"]
+
+_NEEDS = {
+    "chunks": "chunks (a JSON array or JSON Lines of chunk objects, each with 'text')",
+    "queries": "queries (JSON Lines or a JSON array of objects with 'question' and a 'chunks' list)",
+}
+_FOUND = {
+    "chunks": "chunks (objects without a 'chunks' list)",
+    "queries": "queries (objects with a 'chunks' list)",
+}
+
+_ONE = {"chunks": "chunk", "queries": "query"}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One JSON object read from input, where it was (``file:line`` or ``file[i]``) and its shape."""
+
+    data: Mapping[str, Any]
+    where: str
+    shape: Literal["chunks", "queries"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,91 +64,220 @@ class QueryItem:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _open(path: str | Path) -> BinaryIO:
+def _label(path: str | Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def _open(path: str | Path) -> tuple[IO[bytes], int]:
+    """A binary stream over the (decompressed) input, and the size on disk (0 for stdin)."""
     if str(path) == "-":
-        return sys.stdin.buffer
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"input file {str(p)!r} does not exist. Pass a JSON/JSONL file or '-' for stdin.")
-    with p.open("rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(p, "rb")  # type: ignore[return-value]
-    return p.open("rb")
+        raw: IO[bytes] = sys.stdin.buffer
+        size = 0
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise InputError(
+                f"input file {str(p)!r} does not exist. Pass a JSON/JSONL file or '-' for stdin."
+            )
+        if p.is_dir():
+            raise InputError(f"input {str(p)!r} is a directory; pass a JSON/JSONL file or '-' for stdin.")
+        raw = p.open("rb")
+        size = p.stat().st_size
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type,type-var]
+    if buffered.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=buffered), size  # type: ignore[return-value]
+    return buffered, size
 
 
-def _item(obj: Any, where: str) -> QueryItem:
+def _shape_of(obj: Any, where: str, command: str, need: Need) -> Literal["chunks", "queries"]:
     if not isinstance(obj, Mapping):
-        raise InputError(f"{where} must be a JSON object; got {type(obj).__name__}.")
+        needs = _NEEDS.get(need, "chunks or queries (JSON objects)")
+        raise InputError(f"{where} is a JSON {_json_type(obj)}, not an object; {command} needs {needs}.")
+    return "queries" if "chunks" in obj or "question" in obj else "chunks"
+
+
+def _json_type(obj: Any) -> str:
+    return {
+        str: "string",
+        int: "number",
+        float: "number",
+        bool: "boolean",
+        list: "array",
+        type(None): "null",
+    }.get(type(obj), type(obj).__name__)
+
+
+def read_records(
+    path: str | Path,
+    *,
+    need: Need = "any",
+    command: str = "this command",
+    limit: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> Iterator[Record]:
+    """Yield the JSON objects of an input file (or ``-`` for stdin), checked against the shape ``need``.
+
+    JSON Lines are streamed line by line; a JSON array or object is parsed whole.
+
+    Args:
+        path: A file (``.gz`` or not; the content decides) or ``-``.
+        need: ``"chunks"`` (``index``), ``"queries"`` (``eval``, ``batch``) or
+            ``"any"`` (``assemble``, ``inspect``).
+        command: The command named in errors (``"eval"``, ``"batch"``, ...).
+        limit: Stop after this many records.
+        progress: ``progress(records, bytes_read, bytes_total)``, every 1,000
+            records and at the end (bytes on disk; 0 for stdin).
+
+    Raises:
+        InputError: for a missing file, bytes that are not UTF-8 JSON (with the
+            line number), a record that is not an object, a file that mixes
+            chunks and queries, or the wrong shape for ``need`` (saying which
+            shape was found and which the command needs).
+
+    Example:
+        >>> for record in read_records("queries.jsonl.gz", need="queries", command="batch"):
+        ...     record.data["question"], record.where
+    """
+    label = _label(path)
+    stream, size = _open(path)
+    raw = stream
+    try:
+        first = _first_char(stream, label)
+        if first is None:
+            raise InputError(f"input {label!r} is empty; expected JSON or JSON Lines of chunks or queries.")
+        records = _whole(stream, label) if first == "[" else _lines(stream, label, first)
+        shape: str | None = None
+        count = 0
+        for where, obj in records:
+            if limit is not None and count >= limit:
+                return
+            found = _shape_of(obj, where, command, need)
+            if shape is None:
+                shape = found
+                if need != "any" and found != need:
+                    raise InputError(
+                        f"{command} needs {_NEEDS[need]}, but {label!r} holds {_FOUND[found]}: "
+                        f"{where} is a {_ONE[found]}."
+                        + (
+                            " For an index, pass the chunk corpus, not a query file."
+                            if need == "chunks"
+                            else ' Wrap the chunks as {"question": "...", "chunks": [...]}.'
+                        )
+                    )
+            elif found != shape:
+                raise InputError(
+                    f"{where} is a {_ONE[found]} ({'has' if found == 'queries' else 'no'} 'chunks') but "
+                    f"earlier records were {shape}; a file holds either chunks or queries, not both."
+                )
+            yield Record(obj, where, found)
+            count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(count, _tell(raw), size)
+        if progress is not None:
+            progress(count, size, size)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read {label!r}: {exc}.") from None
+    finally:
+        if str(path) != "-":
+            stream.close()
+
+
+def _tell(stream: IO[bytes]) -> int:
+    inner = getattr(stream, "fileobj", None)  # a GzipFile: bytes read from disk, compressed
+    try:
+        return int((inner or stream).tell())
+    except (OSError, ValueError):
+        return 0
+
+
+def _first_char(stream: Any, label: str) -> str | None:
+    head = stream.peek(4096) if hasattr(stream, "peek") else b""
+    try:
+        text = head.decode("utf-8-sig", errors="ignore").lstrip()
+    except UnicodeDecodeError:  # pragma: no cover - errors="ignore"
+        text = ""
+    if text:
+        return text[0]
+    # peek may return little; read the rest to decide (rare: a file of blank lines, or stdin)
+    rest = stream.peek(1 << 20)
+    text = rest.decode("utf-8-sig", errors="ignore").lstrip()
+    return text[0] if text else None
+
+
+def _decode(raw: bytes, label: str, where: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where} of {label!r} is not UTF-8 text: {exc}.") from None
+
+
+def _whole(stream: Any, label: str) -> Iterator[tuple[str, Any]]:
+    text = _decode(stream.read(), label, "input")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"input {label!r} is not valid JSON: {exc}.") from None
+    for i, obj in enumerate(data):
+        yield f"{label}[{i}]", obj
+
+
+def _lines(stream: Any, label: str, first: str) -> Iterator[tuple[str, Any]]:
+    lines: Iterator[bytes] = iter(stream)
+    if first == "{":
+        # One JSON object over several lines (a pretty-printed query) is a whole document.
+        line1 = next(lines, b"")
+        try:
+            json.loads(_decode(line1, label, "line 1"))
+        except json.JSONDecodeError:
+            text = _decode(line1 + stream.read(), label, "input")
+            try:
+                yield label, json.loads(text)
+                return
+            except json.JSONDecodeError:
+                lines = iter(text.encode().splitlines(keepends=True))  # name the bad line below
+        else:
+            lines = itertools.chain([line1], lines)
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{label}:{lineno}"
+        try:
+            obj = json.loads(_decode(line, label, f"line {lineno}"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}).") from None
+        yield where, obj
+
+
+def _item(obj: Mapping[str, Any], where: str) -> QueryItem:
     chunks = obj.get("chunks")
     if not isinstance(chunks, list):
         raise InputError(
-            f"{where}.chunks must be a list of chunk objects; got {type(chunks).__name__}. "
+            f"{where}: 'chunks' must be a list of chunk objects; got {type(chunks).__name__}. "
             'Expected {"question": "...", "chunks": [{"text": "..."}]}.'
         )
     query = obj.get("query", obj.get("question", ""))
     if not isinstance(query, str):
-        raise InputError(f"{where}.query must be a string; got {type(query).__name__}.")
+        raise InputError(f"{where}: 'query' must be a string; got {type(query).__name__}.")
     extra = {k: v for k, v in obj.items() if k not in ("chunks", "query", "question")}
     return QueryItem(chunks=chunks, query=query, id=str(obj.get("id", "")), extra=extra)
 
 
-def read_items(path: str | Path, *, limit: int | None = None) -> Iterator[QueryItem]:
-    """Yield the assembly jobs in a file (or ``-`` for stdin).
+def read_items(
+    path: str | Path, *, limit: int | None = None, command: str = "assemble"
+) -> Iterator[QueryItem]:
+    """Yield the assembly jobs in a file (or ``-`` for stdin): one per query, or one for a list of chunks.
 
     Raises:
         InputError: for unreadable JSON (with the line number) or a wrong shape.
     """
-    stream = _open(path)
-    try:
-        raw = stream.read()
-    finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"input {str(path)!r} is not UTF-8 text: {exc}.") from None
-    stripped = text.lstrip()
-    if not stripped:
-        raise InputError(f"input {str(path)!r} is empty; expected JSON or JSON Lines of chunks.")
-    if stripped[0] == "[" or (stripped[0] == "{" and "\n" not in stripped.strip()):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"input {str(path)!r} is not valid JSON: {exc}.") from None
-        if isinstance(data, list):
-            yield QueryItem(chunks=data)
-        else:
-            yield _item(data, "input")
-        return
-    count = 0
     chunks: list[Mapping[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"line {lineno} of {str(path)!r} is not valid JSON: {exc.msg} (column {exc.colno})."
-            ) from None
-        if isinstance(obj, Mapping) and "chunks" in obj:
-            if chunks:
-                raise InputError(
-                    f"line {lineno} of {str(path)!r} is a query (has 'chunks') but earlier lines were "
-                    "chunks; a JSONL file holds either chunks or queries, not both."
-                )
-            if limit is not None and count >= limit:
+    for record in read_records(path, need="any", command=command, limit=None):
+        if record.shape == "queries":
+            if limit is not None and limit <= 0:
                 return
-            yield _item(obj, f"line {lineno}")
-            count += 1
+            yield _item(record.data, record.where)
+            limit = None if limit is None else limit - 1
         else:
-            if count:
-                raise InputError(
-                    f"line {lineno} of {str(path)!r} is a chunk but earlier lines were queries; "
-                    "a JSONL file holds either chunks or queries, not both."
-                )
-            chunks.append(obj)
+            chunks.append(record.data)
     if chunks:
         yield QueryItem(chunks=chunks)

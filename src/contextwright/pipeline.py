@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import logging
 import threading
 import time
@@ -136,15 +137,48 @@ class Plan:
         }
 
 
-def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]]) -> tuple[Chunk, ...]:
-    """The query checked and the chunks normalized (every string that enters is checked)."""
+def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]], empty: list[Drop]) -> tuple[Chunk, ...]:
+    """The query checked and the chunks normalized (every string that enters is checked);
+    chunks with no text are appended to ``empty`` as ``empty`` drops instead."""
     if not isinstance(query, str):
         raise InputError(f"query must be a string; got {type(query).__name__}.")
     check_text(query, "query")
-    return chunks_from_dicts(chunks)
+    return chunks_from_dicts(chunks, empty=empty)
 
 
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
+
+
+def _needs(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``stage`` receives: its ``requires`` (all present) and the ``optional`` ones that are."""
+    needs = {}
+    for key in getattr(stage, "requires", ()):
+        if key not in env:
+            raise ConfigError(
+                f"stage {stage.name!r} requires {key!r}, which this assembler does not have. "
+                f"Pass {key}= to Assembler (resources)."
+            )
+        needs[key] = env[key]
+    # ``optional``: resources a stage uses when present and does without otherwise
+    for key in getattr(stage, "optional", ()):
+        if key in env:
+            needs[key] = env[key]
+    return needs
+
+
+def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
+    """Put the input chunks left out for having no text first in the report (reason ``empty``)."""
+    if empty:
+        reports.insert(
+            0,
+            StageReport(
+                stage="input",
+                chunks_in=kept + len(empty),
+                chunks_out=kept,
+                dropped=tuple(empty),
+                notes=(f"{len(empty)} chunk(s) without text left out",),
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,44 +237,15 @@ class Pipeline:
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
         """
-        inputs = _inputs(query, chunks)
+        empty: list[Drop] = []
+        inputs = _inputs(query, chunks, empty)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
+        _report_empty(reports, empty, len(inputs))
         _check_cancelled("render")
-        start = time.perf_counter()
-        blocks, text, total, drops = self._fit(current, meter, budget, query)
-        reports.append(
-            StageReport(
-                stage="render",
-                chunks_in=len(current),
-                chunks_out=len(blocks),
-                dropped=tuple(drops),
-                tokens_in=tokens_now,
-                tokens_out=total,
-                ms=(time.perf_counter() - start) * 1000,
-                notes=(f"format {self.format.name}",),
-            )
-        )
-        report = Report(
-            stages=tuple(reports),
-            input_chunks=len(inputs),
-            input_tokens=input_tokens,
-            output_chunks=len(blocks),
-            tokens=total,
-            budget=budget,
-            zones=dict(zones or {}),
-        )
-        return AssembledContext(
-            text=text,
-            tokens=total,
-            budget=budget,
-            citations=build_citations(blocks, self.format),
-            chunks=blocks,
-            report=report,
-            query=query,
-            tokenizer=tokenizer.name,
-            format=self.format,
+        return self._finish(
+            query, inputs, empty, meter, current, reports, input_tokens, tokens_now, budget, zones, tokenizer
         )
 
     def _run_stages(
@@ -271,18 +276,7 @@ class Pipeline:
         reports: list[StageReport] = []
         for stage in self.stages:
             _check_cancelled(stage.name)
-            needs = {}
-            for key in getattr(stage, "requires", ()):
-                if key not in env:
-                    raise ConfigError(
-                        f"stage {stage.name!r} requires {key!r}, which this assembler does not have. "
-                        f"Pass {key}= to Assembler (resources)."
-                    )
-                needs[key] = env[key]
-            # ``optional``: resources a stage uses when present and does without otherwise
-            for key in getattr(stage, "optional", ()):
-                if key in env:
-                    needs[key] = env[key]
+            needs = _needs(stage, env)
             start = time.perf_counter()
             result: StageResult = stage(current, **needs)
             ms = (time.perf_counter() - start) * 1000
@@ -290,6 +284,134 @@ class Pipeline:
             reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
             current, tokens_now = result.chunks, tokens_out
         return meter, current, reports, input_tokens, tokens_now
+
+    async def arun(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        zones: Mapping[str, int] | None = None,
+        resources: Mapping[str, Any] | None = None,
+    ) -> AssembledContext:
+        """:meth:`run` for asyncio: the same result, without blocking the event loop.
+
+        A stage that offers an async ``acall(chunks, **needs)`` is awaited
+        (its I/O then runs on the loop); every other stage, and the render,
+        runs in a worker thread (``asyncio.to_thread``), so a store fetch or
+        an LLM request of one call overlaps with other calls and tasks.
+        """
+        import asyncio
+
+        inputs, empty, meter, env = await asyncio.to_thread(
+            self._prepare, query, chunks, tokenizer, budget, resources
+        )
+        current: tuple[Chunk, ...] = inputs
+        tokens_now = await asyncio.to_thread(meter.total_tokens, current)
+        input_tokens = tokens_now
+        reports: list[StageReport] = []
+        for stage in self.stages:
+            _check_cancelled(stage.name)
+            needs = _needs(stage, env)
+            start = time.perf_counter()
+            acall = getattr(stage, "acall", None)
+            if acall is not None and inspect.iscoroutinefunction(acall):
+                result: StageResult = await acall(current, **needs)
+            else:
+                result = await asyncio.to_thread(stage, current, **needs)
+            ms = (time.perf_counter() - start) * 1000
+            tokens_out = await asyncio.to_thread(meter.total_tokens, result.chunks)
+            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            current, tokens_now = result.chunks, tokens_out
+        _report_empty(reports, empty, len(inputs))
+        return await asyncio.to_thread(
+            self._finish,
+            query,
+            inputs,
+            empty,
+            meter,
+            current,
+            reports,
+            input_tokens,
+            tokens_now,
+            budget,
+            zones,
+            tokenizer,
+        )
+
+    def _prepare(
+        self,
+        query: str,
+        chunks: Iterable[Chunk | Mapping[str, Any]],
+        tokenizer: CachedTokenizer,
+        budget: int,
+        resources: Mapping[str, Any] | None,
+    ) -> tuple[tuple[Chunk, ...], list[Drop], Meter, dict[str, Any]]:
+        empty: list[Drop] = []
+        inputs = _inputs(query, chunks, empty)
+        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
+            self._bodies.clear()
+            self._headers.clear()
+        meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
+        env: dict[str, Any] = {
+            "query": query,
+            "tokenizer": tokenizer,
+            "budget": budget,
+            "meter": meter,
+            "format": self.format,
+            **(resources or {}),
+        }
+        return inputs, empty, meter, env
+
+    def _finish(
+        self,
+        query: str,
+        inputs: tuple[Chunk, ...],
+        empty: list[Drop],
+        meter: Meter,
+        current: tuple[Chunk, ...],
+        reports: list[StageReport],
+        input_tokens: int,
+        tokens_now: int,
+        budget: int,
+        zones: Mapping[str, int] | None,
+        tokenizer: CachedTokenizer,
+    ) -> AssembledContext:
+        start = time.perf_counter()
+        blocks, text, total, drops = self._fit(current, meter, budget, query)
+        reports.append(
+            StageReport(
+                stage="render",
+                chunks_in=len(current),
+                chunks_out=len(blocks),
+                dropped=tuple(drops),
+                tokens_in=tokens_now,
+                tokens_out=total,
+                ms=(time.perf_counter() - start) * 1000,
+                notes=(f"format {self.format.name}",),
+            )
+        )
+        report = Report(
+            stages=tuple(reports),
+            input_chunks=len(inputs) + len(empty),
+            input_tokens=input_tokens,
+            output_chunks=len(blocks),
+            tokens=total,
+            budget=budget,
+            zones=dict(zones or {}),
+        )
+        return AssembledContext(
+            text=text,
+            tokens=total,
+            budget=budget,
+            citations=build_citations(blocks, self.format),
+            chunks=blocks,
+            report=report,
+            query=query,
+            tokenizer=tokenizer.name,
+            format=self.format,
+        )
 
     def plan(
         self,
@@ -308,10 +430,12 @@ class Pipeline:
         the render may still drop a block if the exact count of the final
         string differs (see :meth:`run`).
         """
-        inputs = _inputs(query, chunks)
+        empty: list[Drop] = []
+        inputs = _inputs(query, chunks, empty)
         meter, current, reports, input_tokens, _ = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
+        _report_empty(reports, empty, len(inputs))
         n = len(current)
         docs: set[str] = set()
         cost = meter.frame_cost() if current else 0
@@ -323,7 +447,7 @@ class Pipeline:
         return Plan(
             budget=budget,
             zones=dict(zones or {}),
-            input_chunks=len(inputs),
+            input_chunks=len(inputs) + len(empty),
             input_tokens=input_tokens,
             chunks=current,
             tokens=cost,

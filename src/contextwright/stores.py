@@ -17,7 +17,7 @@ Three stores share one schema (primary key ``(doc_id, index)``, the
 exceeds its timeout raises :class:`~contextwright.errors.StoreError`.
 
 Example:
-    >>> store = open_store("sqlite:///nq.db")
+    >>> store = open_store("sqlite:///nq.db", mode="create")
     >>> store.load_jsonl("nq_corpus_chunks.jsonl.gz")
     3759
     >>> store.fetch({"wiki:Nobel Prize": [(0, 2)]})
@@ -43,7 +43,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
-from contextwright.errors import ConfigError, InputError, StoreError, missing_extra
+from contextwright.errors import ConfigError, ContextwrightError, InputError, StoreError, missing_extra
 from contextwright.types import Chunk
 
 __all__ = [
@@ -235,41 +235,23 @@ def _as_chunk(item: Chunk | Mapping[str, Any], position: int, where: str) -> Chu
 
 
 def read_jsonl(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Iterator[Chunk]:
-    """Read chunks from a JSON Lines file (``.gz`` is decompressed).
+    """Read chunks from JSON Lines or a JSON array (gzip or not; ``-`` for stdin).
 
-    Every line is one chunk mapping (see :meth:`Chunk.from_dict`); blank lines
-    are skipped. ``progress`` is called every 1,000 chunks and at the end with
-    the bytes read from disk (compressed, for ``.gz``) and the file size.
+    The one input reader (:func:`contextwright.io.read_records`) reads the
+    file: every record is one chunk mapping (see :meth:`Chunk.from_dict`);
+    blank lines are skipped. ``progress`` is called every 1,000 chunks and at
+    the end with the bytes read from disk (compressed, for ``.gz``) and the
+    file size. A query file (records with ``chunks``) is refused, naming both
+    shapes.
 
     Raises:
         InputError: naming the file and line of malformed JSON or a bad chunk.
     """
-    file = Path(path)
-    try:
-        total = file.stat().st_size
-        raw = file.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read corpus {str(file)!r}: {exc.strerror or exc}.") from None
-    with raw:
-        stream: Any = gzip.GzipFile(fileobj=raw) if file.name.endswith(".gz") else raw
-        text = io.TextIOWrapper(stream, encoding="utf-8")
-        count = 0
-        try:
-            for lineno, line in enumerate(text, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{file}:{lineno}: not valid JSON ({exc.msg}).") from None
-                yield _as_chunk(data, count, f"{file}:{lineno}")
-                count += 1
-                if progress is not None and count % 1000 == 0:
-                    progress(count, raw.tell(), total)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read corpus {str(file)!r}: {exc}.") from None
-        if progress is not None:
-            progress(count, total, total)
+    from contextwright.io import read_records
+
+    records = read_records(Path(path), need="chunks", command="index", progress=progress)
+    for count, record in enumerate(records):
+        yield _as_chunk(record.data, count, record.where)
 
 
 _PLAIN_STR = ("id", "doc_id", "text", "title", "source", "section")
@@ -320,7 +302,16 @@ def _plain_row(data: Any) -> tuple[Any, ...] | None:
 def _read_rows(
     path: str | os.PathLike[str], *, progress: Progress | None = None
 ) -> Iterator[tuple[Any, ...]]:
-    """Store rows of a JSON Lines corpus: the fast path of :func:`_plain_row`, else via :class:`Chunk`."""
+    """Store rows of a corpus file.
+
+    JSON Lines (gzip or not) take the fast path of :func:`_plain_row` line by
+    line; anything else (a JSON array, stdin ``-``, a query file to refuse) goes
+    through the one input reader, :func:`read_jsonl`.
+    """
+    if not _is_json_lines(path):
+        for chunk in read_jsonl(path, progress=progress):
+            yield _row(chunk)
+        return
     file = Path(path)
     try:
         total = file.stat().st_size
@@ -357,6 +348,26 @@ def _read_rows(
             raise InputError(f"cannot read corpus {str(file)!r}: {exc}.") from None
         if progress is not None:
             progress(count, total, total)
+
+
+def _is_json_lines(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a file whose first non-blank character opens a JSON object (JSON Lines)."""
+    if str(path) == "-":
+        return False
+    try:
+        with Path(path).open("rb") as raw:
+            head = (gzip.GzipFile(fileobj=raw) if str(path).endswith(".gz") else raw).read(4096)
+    except (OSError, EOFError):
+        return False  # the input reader names the problem
+    stripped = head.lstrip()
+    if not stripped.startswith(b"{"):
+        return False
+    first_line = stripped.split(b"\n", 1)[0]
+    try:
+        json.loads(first_line)
+    except ValueError:
+        return False  # a pretty-printed object: not one record per line
+    return True
 
 
 def _json_or_none(value: Mapping[str, Any] | Sequence[float] | None) -> str | None:
@@ -553,6 +564,9 @@ class SQLiteStore(_LoaderMixin):
         path: A database file (created if missing) or ``":memory:"``.
         table: The table name (default ``chunks``).
         timeout_s: Default timeout of a ``fetch`` in seconds (``None``: none).
+        create: ``False`` opens an existing store only: a missing file or
+            table raises :class:`~contextwright.errors.ConfigError` instead of
+            creating an empty store that silently expands nothing.
 
     Example:
         >>> store = SQLiteStore("nq.db")
@@ -566,6 +580,7 @@ class SQLiteStore(_LoaderMixin):
         *,
         table: str = DEFAULT_TABLE,
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        create: bool = True,
     ) -> None:
         _check_timeout(timeout_s, "timeout_s")
         self.path = str(path)
@@ -576,6 +591,8 @@ class SQLiteStore(_LoaderMixin):
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        if not create:
+            _sqlite_must_exist(self.path, self.table)
         try:
             # ``timeout`` bounds waiting for another process's write lock on the file.
             busy = timeout_s if timeout_s is not None else 60.0
@@ -806,6 +823,7 @@ class PostgresStore(_LoaderMixin):
         max_size: int = 8,
         breaker_failures: int = 3,
         breaker_reset_s: float = 2.0,
+        create: bool = True,
     ) -> None:
         _check_timeout(timeout_s, "timeout_s")
         self.breaker = CircuitBreaker(failures=breaker_failures, reset_s=breaker_reset_s)
@@ -844,8 +862,14 @@ class PostgresStore(_LoaderMixin):
                 "Check the DSN and that the server is running."
             ) from None
         try:
-            self._create_table()
-        except StoreError:
+            if create:
+                self._create_table()
+            elif self._run("SELECT to_regclass(%s)", (self.table,), what="look up table")[0][0] is None:
+                raise ConfigError(
+                    f"PostgreSQL store {self._label} has no table {self.table!r}: nothing was indexed "
+                    f"there. Load it first with: contextwright index CORPUS.jsonl --db URL --table {self.table}"
+                )
+        except ContextwrightError:
             self._pool.close()
             raise
         self._fetch_sql = (
@@ -1036,7 +1060,35 @@ def redact_url(dsn: str) -> str:
     return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
 
 
-def open_store(url: str, **options: Any) -> InMemoryStore | SQLiteStore | PostgresStore:
+def _sqlite_must_exist(path: str, table: str) -> None:
+    """Raise unless ``path`` is an SQLite file holding ``table`` (read mode: only ``index`` creates stores)."""
+    fix = f"Create it with: contextwright index CORPUS.jsonl --db sqlite:///{path}" + (
+        "" if table == DEFAULT_TABLE else f" --table {table}"
+    )
+    if path == ":memory:":
+        raise ConfigError(
+            "an in-memory SQLite store starts empty, so reading from it finds nothing; "
+            "open it with mode='create' and load chunks, or point at an indexed file. " + fix
+        )
+    if not os.path.isfile(path):
+        raise ConfigError(f"chunk store {path!r} does not exist. {fix}")
+    try:
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"chunk store {path!r} is not a readable SQLite database ({exc}). {fix}") from None
+    if found is None:
+        raise ConfigError(f"chunk store {path!r} has no table {table!r}: nothing was indexed there. {fix}")
+
+
+def open_store(
+    url: str, *, mode: str = "read", **options: Any
+) -> InMemoryStore | SQLiteStore | PostgresStore:
     """Open a chunk store from a URL.
 
     * ``memory://`` - :class:`InMemoryStore`
@@ -1047,31 +1099,47 @@ def open_store(url: str, **options: Any) -> InMemoryStore | SQLiteStore | Postgr
 
     Args:
         url: The store URL.
+        mode: ``"read"`` (default) opens an existing store and fails when the
+            database or its chunk table does not exist (a typo in the path
+            would otherwise give an empty store that silently expands
+            nothing); ``"create"`` creates it if needed, as
+            ``contextwright index`` does.
         **options: Passed to the store (``table``, ``timeout_s``, ...).
 
     Raises:
-        ConfigError: for an unknown scheme, showing the accepted ones.
+        ConfigError: for an unknown scheme (showing the accepted ones), an
+            unknown mode, or, in read mode, a store that does not exist
+            (naming the path and ``contextwright index``).
 
     Example:
         >>> store = open_store("sqlite:///nq.db", timeout_s=1.0)
+        >>> new = open_store("sqlite:///new.db", mode="create"); new.load_jsonl("corpus.jsonl")
     """
     if not isinstance(url, str):
         raise ConfigError(f"store URL must be a string; got {type(url).__name__} {url!r}.")
+    if mode not in ("read", "create"):
+        raise ConfigError(f"open_store mode must be 'read' or 'create'; got {mode!r}.")
+    create = mode == "create"
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "memory":
+        if not create:
+            raise ConfigError(
+                "memory:// is an empty store, so reading from it finds nothing; use "
+                "open_store('memory://', mode='create') and load chunks, or InMemoryStore(chunks)."
+            )
         return InMemoryStore(**options)
     if sep and scheme == "sqlite":
         if rest in ("", ":memory:", "/:memory:"):
-            return SQLiteStore(":memory:", **options)
+            return SQLiteStore(":memory:", create=create, **options)
         if not rest.startswith("/") or rest == "/":
             raise ConfigError(
                 f"SQLite store URL {url!r} has no path; use sqlite:///relative.db, "
                 "sqlite:////absolute/path.db or sqlite://:memory:."
             )
-        return SQLiteStore(rest[1:], **options)
+        return SQLiteStore(rest[1:], create=create, **options)
     if sep and (scheme in ("postgresql", "postgres") or scheme.startswith("postgresql+")):
-        return PostgresStore("postgresql://" + rest, **options)
+        return PostgresStore("postgresql://" + rest, create=create, **options)
     raise ConfigError(
         f"unknown store URL {redact_url(url)!r}; expected sqlite:///path.db, sqlite://:memory:, "
         "postgresql://user:password@host/db or memory://."

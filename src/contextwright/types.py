@@ -222,6 +222,12 @@ class Chunk:
 
         text_hit = found.get("text")
         if text_hit is None:
+            null = next((k for k in _ALIASES["text"] if k in data), None)
+            if null is not None:
+                raise InputError(
+                    f"{where}.{null} is null; a chunk needs its text as a string. "
+                    "Pass the text, or leave the chunk out (assemble() drops it with reason 'empty')."
+                )
             raise InputError(
                 f"{where} has no text: expected one of the fields "
                 f"{', '.join(_ALIASES['text'])}; got keys {sorted(data)}. "
@@ -328,12 +334,20 @@ def content_id(text: str) -> str:
     return "c" + digest.hexdigest()
 
 
-def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk, ...]:
+def chunks_from_dicts(
+    items: Iterable[Mapping[str, Any] | Chunk], *, empty: list[Drop] | None = None
+) -> tuple[Chunk, ...]:
     """Normalize a list of mappings or chunks into chunks with unique ids.
 
     ``rank`` is set to the input position. Chunks without an id get one from
     their content; two id-less chunks with the same text get ``-2``, ``-3``
     suffixes so that the report can still tell them apart.
+
+    Args:
+        items: Chunks or mappings.
+        empty: When given, an item whose text is empty, whitespace only or
+            null is not an error: it is left out and recorded here as a
+            :class:`Drop` with reason ``empty`` (retrievers do return them).
 
     Raises:
         InputError: for a malformed item, or two items that give the same id.
@@ -341,6 +355,11 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
     out: list[Chunk] = []
     seen: dict[str, int] = {}
     for position, item in enumerate(items):
+        if empty is not None:
+            why = _empty_text(item)
+            if why is not None:
+                empty.append(Drop(_given_id(item, position), "empty", detail=why))
+                continue
         if isinstance(item, Chunk):
             _check_chunk(item, f"chunks[{position}]")
             chunk = replace(item, rank=position)
@@ -443,6 +462,40 @@ def _check_chunk(chunk: Chunk, where: str) -> None:
             check_text(value, f"{where}.{name}")
     if chunk.metadata:
         check_tree(chunk.metadata, f"{where}.metadata")
+
+
+def _empty_text(item: Any) -> str | None:
+    """Why ``item``'s text is empty (``"text is null"``, ...), or None when it has text (or is malformed otherwise)."""
+    if isinstance(item, Chunk):
+        return None if visible(item.text) else f"text is empty or only whitespace ({_short(item.text)})"
+    if not isinstance(item, Mapping):
+        return None
+    nested = item.get("metadata")
+    for where, data in (("", item), ("metadata.", nested if isinstance(nested, Mapping) else {})):
+        for alias in _ALIASES["text"]:
+            if alias in data:
+                value = data[alias]
+                if value is None:
+                    continue
+                if isinstance(value, str) and not visible(value):
+                    return f"{where}{alias} is empty or only whitespace ({_short(value)})"
+                return None
+    for where, data in (("", item), ("metadata.", nested if isinstance(nested, Mapping) else {})):
+        for alias in _ALIASES["text"]:
+            if alias in data:
+                return f"{where}{alias} is null"
+    return None
+
+
+def _given_id(item: Any, position: int) -> str:
+    """The id a dropped input item is reported under: its own, else its position."""
+    if isinstance(item, Chunk):
+        return item.id
+    for alias in _ALIASES["id"]:
+        value = item.get(alias) if isinstance(item, Mapping) else None
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return f"chunks[{position}]"
 
 
 def _opt_str(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> str | None:

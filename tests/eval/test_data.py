@@ -99,7 +99,7 @@ def test_malformed_data_is_rejected_with_line_and_field(
 def test_a_line_that_is_not_json_is_rejected_with_its_number(tmp_path: Path) -> None:
     path = tmp_path / "d.jsonl"
     path.write_text('{"question": "q", "answers": [], "chunks": []}\n{oops\n')
-    with pytest.raises(InputError, match=r"d\.jsonl:2 is not valid JSON"):
+    with pytest.raises(InputError, match=r"d\.jsonl:2: not valid JSON"):
         load_queries(path)
 
 

@@ -15,9 +15,7 @@ strategy sees, so no strategy can select by the answer key.
 
 from __future__ import annotations
 
-import gzip
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,20 +122,11 @@ def query_from_dict(data: Mapping[str, Any], *, where: str = "query") -> EvalQue
     )
 
 
-def _lines(path: Path) -> Iterator[str]:
-    opener: Any = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            yield from fh
-    except OSError as exc:
-        raise InputError(f"cannot read {str(path)!r}: {exc.strerror or exc}.") from None
-
-
 def load_queries(path: str | Path, *, limit: int | None = None) -> tuple[EvalQuery, ...]:
-    """Read labelled queries from a ``.jsonl`` or ``.jsonl.gz`` file.
+    """Read labelled queries from JSON Lines or a JSON array (gzip or not; ``-`` for stdin).
 
     Args:
-        path: The file.
+        path: The file (read by :func:`contextwright.io.read_records`).
         limit: Read only the first ``limit`` queries.
 
     Raises:
@@ -149,28 +138,17 @@ def load_queries(path: str | Path, *, limit: int | None = None) -> tuple[EvalQue
     """
     if limit is not None and limit < 1:
         raise InputError(f"limit must be a positive number of queries; got {limit}.")
-    p = Path(path)
-    if not p.exists():
-        raise InputError(
-            f"data file {str(p)!r} does not exist. Pass a .jsonl or .jsonl.gz of labelled queries."
-        )
+    from contextwright.io import read_records
+
     out: list[EvalQuery] = []
     seen: set[str] = set()
-    for n, line in enumerate(_lines(p), 1):
-        if limit is not None and len(out) >= limit:
-            break
-        if not line.strip():
-            continue
-        where = f"{p.name}:{n}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise InputError(f"{where} is not valid JSON: {exc}.") from None
-        query = query_from_dict(data, where=where)
+    for record in read_records(path, need="queries", command="eval", limit=limit):
+        where = record.where.rsplit("/", 1)[-1]
+        query = query_from_dict(record.data, where=where)
         if query.id in seen:
             raise InputError(f"{where}: query id {query.id!r} repeats an earlier line; ids must be unique.")
         seen.add(query.id)
         out.append(query)
     if not out:
-        raise InputError(f"data file {str(p)!r} holds no queries.")
+        raise InputError(f"data file {str(path)!r} holds no queries.")
     return tuple(out)

@@ -141,8 +141,15 @@ def _caption(result: EvalResult) -> str:
     )
 
 
-def render_table(result: EvalResult, *, title: str | None = None) -> Any:
+#: The headline metrics of the compact table (``contextwright eval`` without ``--wide``).
+HEADLINE = ("ans%", "pos", "E[acc]%", "red%", "p50 ms")
+
+
+def render_table(result: EvalResult, *, title: str | None = None, wide: bool = True) -> Any:
     """The summary as a Rich :class:`~rich.table.Table`, one row per strategy and budget.
+
+    ``wide=False`` keeps the :data:`HEADLINE` metrics only, so the table fits
+    80 columns; the JSON and HTML reports always have every metric.
 
     Raises:
         MissingDependencyError: without Rich (extra ``eval``).
@@ -152,16 +159,17 @@ def render_table(result: EvalResult, *, title: str | None = None) -> Any:
         from rich.table import Table
     except ImportError:
         raise missing_extra("rich", "eval") from None
+    keep = [i for i, (header, *_) in enumerate(COLUMNS) if wide or header in HEADLINE]
     table = Table(title=title, caption=_caption(result), title_justify="left", caption_justify="left")
     table.add_column("strategy", no_wrap=True)
     table.add_column("budget", justify="right")
-    for header, *_ in COLUMNS:
-        table.add_column(escape(header), justify="right")
+    for i in keep:
+        table.add_column(escape(COLUMNS[i][0]), justify="right", no_wrap=True)
     previous = None
     for name, budget, cells in _rows(result):
         if previous is not None and name != previous:
             table.add_section()
-        table.add_row(escape(name), str(budget), *cells)
+        table.add_row(escape(name), str(budget), *(cells[i] for i in keep))
         previous = name
     return table
 

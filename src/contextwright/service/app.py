@@ -33,7 +33,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     from fastapi import FastAPI
 
     import contextwright
-    from contextwright.service import middleware, problems, routes, schemas
+    from contextwright.service import docs, middleware, problems, routes, schemas
     from contextwright.service.assemblers import Assemblers, open_resources
     from contextwright.service.lifecycle import Lifecycle
     from contextwright.service.metrics import Metrics
@@ -60,6 +60,8 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
         description="Context assembly for RAG: exact token budgets, dedup, ordering, citations.",
         responses=problems.responses(*_answers(cfg)),
         lifespan=lifespan,
+        docs_url=None,  # served by docs.add_docs with local assets: the CDN ones stay blank offline
+        redoc_url=None,
     )
     app.state.config, app.state.assemblers, app.state.registry = cfg, assemblers, metrics.registry
     middleware.add_middleware(app, cfg, metrics, lifecycle, keys)
@@ -67,6 +69,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     routes.build_default_assembler(cfg, models, assemblers)
     routes.add_routes(app, cfg, models, assemblers, metrics, runner, lifecycle)
     middleware.setup_access_log(cfg)
+    docs.add_docs(app, title=app.title)
     return app
 
 

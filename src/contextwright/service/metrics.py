@@ -1,12 +1,54 @@
-"""Prometheus metrics of one app (each app has its own registry)."""
+"""Prometheus metrics of one app (each app has its own registry).
+
+With several worker processes (``serve --workers N``) each worker counts in
+its own memory, so ``/metrics`` would answer with whichever worker took the
+scrape. :func:`shared_metrics_dir` (used by ``serve``) turns on
+prometheus_client's multiprocess mode: every worker writes its values to
+files in ``PROMETHEUS_MULTIPROC_DIR`` and ``/metrics`` sums them, so it
+reports the whole server.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import prometheus_client as prom
 
-__all__ = ["Metrics"]
+__all__ = ["MULTIPROC_ENV", "Metrics", "shared_metrics_dir"]
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@contextlib.contextmanager
+def shared_metrics_dir() -> Iterator[Path]:
+    """Set up ``PROMETHEUS_MULTIPROC_DIR`` for worker processes started inside the block.
+
+    A directory the user set is emptied first (values of a previous run would
+    be counted again); otherwise a fresh temporary one is made and removed at
+    the end. Workers must start after this (prometheus_client reads the
+    variable when it is imported).
+    """
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:
+        path = Path(given)
+        path.mkdir(parents=True, exist_ok=True)
+        for old in path.glob("*.db"):
+            old.unlink()
+        yield path
+        return
+    path = Path(tempfile.mkdtemp(prefix="contextwright-metrics-"))
+    os.environ[MULTIPROC_ENV] = str(path)
+    try:
+        yield path
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class Metrics:
@@ -65,5 +107,18 @@ class Metrics:
             self.drops.labels(reason).inc(n)
 
     def exposition(self) -> tuple[bytes, str]:
-        """The text ``/metrics`` answers with, and its content type."""
+        """The text ``/metrics`` answers with, and its content type (every worker's, summed, in multiprocess mode)."""
+        if os.environ.get(MULTIPROC_ENV) and _multiprocess_values():
+            from prometheus_client import multiprocess
+
+            registry = prom.CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return prom.generate_latest(registry), prom.CONTENT_TYPE_LATEST
         return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST
+
+
+def _multiprocess_values() -> bool:
+    """Whether prometheus_client was imported in multiprocess mode (the variable was set before import)."""
+    from prometheus_client import values
+
+    return getattr(values.ValueClass, "__name__", "") != "MutexValue"

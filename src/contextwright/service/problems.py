@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from contextwright.errors import did_you_mean
 from contextwright.service.schemas import Problem, dumps
 
 if TYPE_CHECKING:
@@ -182,6 +183,41 @@ async def send_problem(
     await send({"type": "http.response.body", "body": payload})
 
 
+def _unknown_field(request: Request, loc: Loc) -> str | None:
+    """``unknown field 'fromat'. Did you mean 'format'? Valid fields: ...`` for a rejected extra field."""
+    import typing
+
+    from pydantic import BaseModel
+
+    route = request.scope.get("route")
+    params = getattr(getattr(route, "dependant", None), "body_params", None)
+    if not params or len(loc) < 2 or loc[0] != "body":
+        return None
+    model: Any = params[0].field_info.annotation
+    for part in loc[1:-1]:
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        annotation, model = fields[part].annotation, None
+        stack = [annotation]
+        while stack:  # the first model inside Optional[...], list[...], unions
+            t = stack.pop(0)
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                model = t
+                break
+            stack.extend(typing.get_args(t))
+        if model is None:
+            return None
+    fields = getattr(model, "model_fields", None)
+    if not fields:
+        return None
+    valid = sorted(f.alias or name for name, f in fields.items())
+    name = str(loc[-1])
+    return f"unknown field {name!r}.{did_you_mean(name, valid)} Valid fields: {', '.join(valid)}."
+
+
 def add_handlers(app: FastAPI) -> None:
     """Translate every error FastAPI sees into a problem detail."""
     from fastapi.exceptions import RequestValidationError
@@ -192,10 +228,14 @@ def add_handlers(app: FastAPI) -> None:
         for e in exc.errors():
             loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
             msg = str(e.get("msg", ""))
-            valid = VALID_KEYS.get(request.url.path)
-            if e.get("type") == "extra_forbidden" and len(loc) == 2 and valid:
-                msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
+            if e.get("type") == "extra_forbidden":
+                msg = _unknown_field(request, loc) or msg
+                valid = VALID_KEYS.get(request.url.path)
+                if len(loc) == 2 and valid and "valid keys" not in msg.lower():
+                    msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
             errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
+        # A misspelled field first: its "did you mean" explains the "field required" that comes with it.
+        errors.sort(key=lambda x: x["type"] != "extra_forbidden")
         first_loc: Loc = errors[0]["loc"] if errors else ["body"]
         first_msg = errors[0]["msg"] if errors else "invalid request"
         path = ".".join(str(p) for p in first_loc)

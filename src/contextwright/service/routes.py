@@ -92,7 +92,10 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
     check_strings(req)
     assembler = assemblers.get(options)
     check_work(len(req.chunks), assembler.pipeline, cfg)
-    chunks = [c.model_dump(exclude_none=True) for c in req.chunks]
+    # An explicit "text": null stays, so the chunk is dropped as empty ("text is null"), not "has no text".
+    chunks = [
+        {**c.model_dump(exclude_none=True), **({"text": None} if _null_text(c) else {})} for c in req.chunks
+    ]
     history = [t.model_dump() for t in req.history] if req.history is not None else None
     if history is not None and req.history_tokens <= 0:
         raise Failure(
@@ -162,6 +165,10 @@ def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig) -> None:
             "(num_perm, window).",
             ["body", "config"],
         )
+
+
+def _null_text(chunk: Any) -> bool:
+    return "text" in chunk.model_fields_set and chunk.text is None and not chunk.model_extra
 
 
 def resolve(req: Any) -> bytes:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import ConfigError
+from contextwright.errors import ConfigError, did_you_mean
 
 __all__ = ["ENV_PREFIX", "ServiceConfig"]
 
@@ -173,7 +173,10 @@ class ServiceConfig:
         values.update({k: v for k, v in overrides.items() if v is not None})
         unknown = sorted(set(values) - set(fields))
         if unknown:
-            raise ConfigError(f"unknown service setting(s) {unknown}; valid: {', '.join(fields)}.")
+            raise ConfigError(
+                f"unknown service setting(s) {unknown}.{did_you_mean(unknown[0], fields)} "
+                f"Valid: {', '.join(fields)}."
+            )
         return cls(**values)
 
     def to_env(self) -> dict[str, str]:
@@ -248,7 +251,8 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(k for k in table if k not in fields and not isinstance(table[k], dict))
     if unknown:
         raise ConfigError(
-            f"service config {str(path)!r} has unknown key(s) {unknown}; valid: {', '.join(fields)}."
+            f"service config {str(path)!r} has unknown key(s) {unknown}.{did_you_mean(unknown[0], fields)} "
+            f"Valid: {', '.join(fields)}."
         )
     values = {k: v for k, v in table.items() if k in fields}
     keys = values.get("api_keys_file")

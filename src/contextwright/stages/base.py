@@ -27,8 +27,10 @@ from contextwright.types import Chunk, StageResult, check_tree
 __all__ = [
     "Stage",
     "get_stage_class",
+    "register_resource",
     "register_stage",
     "registered_stages",
+    "resource_names",
     "stage_from_dict",
     "stage_to_dict",
 ]
@@ -91,6 +93,37 @@ def _guard_init(cls: type[Any]) -> None:
 
     __init__._bounds_checked = True  # type: ignore[attr-defined]
     cls.__init__ = __init__
+
+
+# What the pipeline itself hands to stages; never a resource the caller passes.
+PIPELINE_PROVIDED = frozenset({"query", "tokenizer", "budget", "meter", "format"})
+_RESOURCES: set[str] = set()
+
+
+def register_resource(name: str) -> str:
+    """Declare a resource name that ``Assembler(..., name=obj)`` accepts.
+
+    The built-in and registered stages' ``requires``/``optional`` names
+    (``store``, ``embedder``, ``llm``) are declared already; register a name
+    only for a resource no stage class declares (one your own callable stage
+    reads, say). Any other keyword is a typo and raises :class:`ConfigError`.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ConfigError(f"a resource name must be a Python identifier; got {name!r}.")
+    if name in PIPELINE_PROVIDED:
+        raise ConfigError(f"{name!r} is provided by the pipeline itself; choose another resource name.")
+    with _LOCK:
+        _RESOURCES.add(name)
+    return name
+
+
+def resource_names(stages: Sequence[Any] = ()) -> frozenset[str]:
+    """Every resource name a caller may pass: what the registered stages (and ``stages``) declare, plus registered names."""
+    names = set(_RESOURCES)
+    for cls in (*registered_stages().values(), *stages):
+        names.update(getattr(cls, "requires", ()) or ())
+        names.update(getattr(cls, "optional", ()) or ())
+    return frozenset(names - PIPELINE_PROVIDED)
 
 
 def registered_stages() -> dict[str, type[Any]]:
