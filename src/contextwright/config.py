@@ -45,13 +45,14 @@ _ORDER_TYPES = {
 
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
-        "description": "Question answering: exact dedup, greedy fit, auto order, XML blocks.",
+        "description": "Question answering: exact dedup, the whole budget in rank order (the first misfit "
+        "cut to its best sentences), auto order, lean [n] Title blocks.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "token_budget", "policy": "greedy"},
+            {"type": "token_budget", "policy": "fill"},
             {"type": "auto_order"},
         ],
-        "format": "xml",
+        "format": "lean",
     },
     "citations": {
         "description": "Answers with citations: numbered blocks in relevance order.",
@@ -63,23 +64,24 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "numbered",
     },
     "chat": {
-        "description": "Chat grounding: plain texts in relevance order.",
+        "description": "Chat grounding: plain texts in relevance order, the whole budget in rank order.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "token_budget", "policy": "greedy"},
+            {"type": "token_budget", "policy": "fill"},
             {"type": "score_order"},
         ],
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, extractive compression of what does not fit, greedy fit, lost-in-the-middle order, XML blocks.",
+        "description": "Tight budgets: exact dedup, extractive compression of what does not fit, the whole "
+        "budget in rank order, lost-in-the-middle order, lean [n] Title blocks.",
         "stages": [
             {"type": "exact_dedup"},
             {"type": "compress"},
-            {"type": "token_budget", "policy": "greedy"},
+            {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
         ],
-        "format": "xml",
+        "format": "lean",
     },
     "summarize": {
         "description": "Summarization: grouped by document, in reading order.",

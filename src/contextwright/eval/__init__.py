@@ -32,6 +32,7 @@ from contextwright.eval.metrics import (
     normalize_answer,
     normalize_answer_unicode,
     normalized_position,
+    paired_bootstrap,
     percentile,
     redundancy,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "normalize_answer_unicode",
     "normalized_position",
     "open_corpus_store",
+    "paired_bootstrap",
     "percentile",
     "query_from_dict",
     "redundancy",

@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import math
+import random
 import re
 import string
 import unicodedata
@@ -43,6 +44,7 @@ __all__ = [
     "normalize_answer",
     "normalize_answer_unicode",
     "normalized_position",
+    "paired_bootstrap",
     "percentile",
     "redundancy",
 ]
@@ -258,3 +260,57 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     s = sorted(values)
     k = max(1, math.ceil(q / 100 * len(s)))
     return s[k - 1]
+
+
+def paired_bootstrap(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """The mean of ``a - b`` over paired observations, with a percentile bootstrap interval.
+
+    ``a[i]`` and ``b[i]`` are two strategies' values on the same query (1.0
+    when the answer was kept, else 0.0). Queries are resampled with
+    replacement ``resamples`` times, both strategies together, so what the
+    interval measures is the difference itself and not each strategy's own
+    noise: a one-query difference out of 300 comes out as an interval around
+    0.003 that contains 0, not as a win.
+
+    Deterministic for a given ``seed`` (its own :class:`random.Random`).
+
+    Args:
+        a: One strategy's per-query values.
+        b: The other's, in the same query order.
+        resamples: Bootstrap resamples.
+        confidence: The interval's coverage, in (0, 1).
+        seed: The resampling seed.
+
+    Returns:
+        ``(mean difference, low, high)``.
+
+    Raises:
+        ValueError: when the sequences differ in length or are empty, or for a bad setting.
+
+    Example:
+        >>> paired_bootstrap([1, 1, 0, 1], [1, 0, 0, 1], resamples=500)[0]
+        0.25
+    """
+    if len(a) != len(b):
+        raise ValueError(f"a and b must be paired (the same length); got {len(a)} and {len(b)}.")
+    if not a:
+        raise ValueError("a and b must not be empty.")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1; got {resamples}.")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence}.")
+    diffs = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+    n = len(diffs)
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    lo = means[max(0, math.floor(tail * resamples))]
+    hi = means[min(resamples - 1, math.ceil((1 - tail) * resamples) - 1)]
+    return sum(diffs) / n, lo, hi
