@@ -94,18 +94,19 @@ _PRESETS: dict[str, dict[str, Any]] = {
     },
     "documents": {
         "description": "Document-aware: expand neighbours from the store, remove exact/overlap/near duplicates, "
-        "merge contiguous chunks into passages, fit whole documents, document-first order, summaries, XML.",
+        "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
+        "document-first order, lean [n] Title blocks.",
         "stages": [
             {"type": "expand", "window": 1},
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
             {"type": "near_dedup"},
-            {"type": "group_merge"},
             {"type": "doc_summaries"},
-            {"type": "token_budget", "policy": "blocks"},
+            {"type": "token_budget", "policy": "fill"},
+            {"type": "group_merge"},
             {"type": "document_order"},
         ],
-        "format": "xml",
+        "format": "lean",
     },
 }
 _LOCK = threading.Lock()

@@ -485,11 +485,11 @@ _FORMATS: dict[str, type[Format]] = {
     for cls in (
         MinimalFormat,
         NumberedFormat,
-        LeanFormat,
         XmlFormat,
         GroupedFormat,
         SourcesFormat,
         MarkdownFormat,
+        LeanFormat,
         TemplateFormat,
     )
 }

@@ -68,14 +68,16 @@ class TokenBudget:
     * ``blocks``: whole documents (all their chunks, with their header) ranked
       by their best chunk; a document that does not fit is dropped whole.
 
-    The ``fill`` window: sentences are scored with BM25 (no length
-    normalization) against the query, the term IDFs taken over this call's
-    chunks; the window with the highest total score that fits wins, ties
-    going to the window with more tokens, then the earliest. Without query
-    terms in the chunk, the window is the longest one from the start (what
-    a prefix cut keeps). A cut block's ``spans`` locate its text in the chunk
-    as it entered the pipeline (see :mod:`contextwright.spans`), so its
-    citation points at exactly what the model read.
+    The ``fill`` window: of the windows of whole sentences that fit, the one
+    whose sentences contain the most query terms, each term weighted by its
+    IDF over this call's chunks (the terms the retriever matched the chunk
+    on, rare ones first), ties going to the window with more tokens, then
+    the earliest (so without query terms in the chunk, the most text). When
+    no sentence fits, the window is one of whole words, the longest that
+    fits, placed where the query terms' IDF is highest. A cut block's
+    ``spans`` locate its text in the chunk as it entered the pipeline (see
+    :mod:`contextwright.spans`), so its citation points at exactly what the
+    model read.
 
     Dropped chunks are reported as ``over_budget``; a truncated or cut chunk
     is reported as changed (``truncated``) with its tokens before and after
@@ -241,8 +243,6 @@ class TokenBudget:
 
 # -- the ``fill`` policy's window -----------------------------------------------------------------
 
-_K1 = 1.2  # BM25 term-frequency saturation, as in ``compress``
-
 
 @functools.lru_cache(maxsize=16_384)
 def _chunk_terms(text: str) -> frozenset[str]:
@@ -274,17 +274,16 @@ class _Relevance:
             t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f
         }
 
-    def score(self, words: Sequence[str]) -> float:
-        """BM25 of one sentence's terms, without length normalization."""
+    def cover(self, sentences: Sequence[Sequence[str]]) -> float:
+        """The IDF of the distinct query terms that ``sentences`` contain."""
         idf = self.idf
         if not idf:
             return 0.0
-        total = 0.0
-        for t, w in idf.items():
-            f = words.count(t)
-            if f:
-                total += w * f * (_K1 + 1.0) / (f + _K1)
-        return total
+        have: set[str] = set()
+        for words in sentences:
+            have.update(words)
+        # Rounded so that float summation order never decides a tie.
+        return round(sum(w for t, w in idf.items() if t in have), 9)
 
 
 def _best_window(
@@ -313,7 +312,6 @@ def _best_window(
             sizes[key] = got
         return got
 
-    scores = [relevance.score(ws) for ws in sentence_terms]
     best: tuple[float, int, int] | None = None
     best_ij = (0, 0)
     last = len(spans) - 1
@@ -325,7 +323,7 @@ def _best_window(
             j += 1
         if j < i:
             continue  # nothing from i fits
-        key = (sum(scores[i : j + 1]), size(i, j), -i)
+        key = (relevance.cover(sentence_terms[i : j + 1]), size(i, j), -i)
         if best is None or key > best:
             best, best_ij = key, (i, j)
     if best is not None and best[1] >= min_tokens:
@@ -363,12 +361,20 @@ def _word_window(
     for w in weights:
         prefix.append(prefix[-1] + w)
 
+    hits = [k for k, w in enumerate(weights) if w]
+
     def best_start(length: int) -> int:
-        top, at = -1.0, 0
+        """Most query-term weight; among equals, the matches nearest the window's middle, then the earliest."""
+        best: tuple[float, float] | None = None
+        at = 0
         for s in range(len(words) - length + 1):
-            v = prefix[s + length] - prefix[s]
-            if v > top:
-                top, at = v, s
+            v = round(prefix[s + length] - prefix[s], 9)
+            if best is not None and v < best[0]:
+                continue
+            inside = [k for k in hits if s <= k < s + length]
+            off = abs((inside[0] + inside[-1]) / 2 - (s + (length - 1) / 2)) if inside else 0.0
+            if best is None or (v, -off) > best:
+                best, at = (v, -off), s
         return at
 
     def body_size(s: int, length: int) -> int:
