@@ -23,7 +23,7 @@ from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOr
 @pytest.mark.parametrize(
     ("preset", "fmt", "order"),
     [
-        ("qa", "lean", "auto_order"),
+        ("qa", "lean", "lost_in_the_middle_order"),
         ("tight", "lean", "lost_in_the_middle_order"),
         ("citations", "numbered", "score_order"),
         ("chat", "minimal", "score_order"),

@@ -46,11 +46,11 @@ _ORDER_TYPES = {
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
         "description": "Question answering: exact dedup, the whole budget in rank order (the first misfit "
-        "cut to its best sentences), auto order, lean [n] Title blocks.",
+        "cut to its best sentences), lost-in-the-middle order, lean [n] Title blocks.",
         "stages": [
             {"type": "exact_dedup"},
             {"type": "token_budget", "policy": "fill"},
-            {"type": "auto_order"},
+            {"type": "lost_in_the_middle_order"},
         ],
         "format": "lean",
     },
@@ -73,11 +73,11 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, extractive compression of what does not fit, the whole "
-        "budget in rank order, lost-in-the-middle order, lean [n] Title blocks.",
+        "description": "Tight budgets: exact dedup, what fits whole stays whole, extractive compression of "
+        "what does not, the whole budget in rank order, lost-in-the-middle order, lean [n] Title blocks.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "compress"},
+            {"type": "compress", "whole_share": 1.0},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
         ],

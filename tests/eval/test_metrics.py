@@ -175,3 +175,37 @@ def test_median_and_percentile_on_hand_computed_values() -> None:
     assert percentile([], 95) is None
     with pytest.raises(ValueError, match="q must be in"):
         percentile(values, 101)
+
+
+def test_paired_bootstrap_interval_contains_zero_for_a_one_query_difference() -> None:
+    from contextwright.eval.metrics import paired_bootstrap
+
+    a = [1.0] * 299 + [1.0]
+    b = [1.0] * 299 + [0.0]
+    diff, lo, hi = paired_bootstrap(a, b, resamples=1000, seed=0)
+    assert diff == pytest.approx(1 / 300) and lo == 0.0 and hi > 0
+    assert paired_bootstrap(a, b, resamples=1000, seed=0) == (diff, lo, hi)  # deterministic
+
+
+def test_paired_bootstrap_separates_a_clear_difference() -> None:
+    from contextwright.eval.metrics import paired_bootstrap
+
+    a = [1.0] * 100
+    b = [1.0] * 80 + [0.0] * 20
+    diff, lo, hi = paired_bootstrap(a, b, resamples=500)
+    assert diff == pytest.approx(0.2) and 0 < lo <= diff <= hi
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "kwargs", "match"),
+    [
+        ([1.0], [1.0, 0.0], {}, "paired"),
+        ([], [], {}, "empty"),
+        ([1.0], [0.0], {"confidence": 1.0}, "confidence"),
+    ],
+)
+def test_paired_bootstrap_rejects_bad_input(a: list[float], b: list[float], kwargs: dict, match: str) -> None:
+    from contextwright.eval.metrics import paired_bootstrap
+
+    with pytest.raises(ValueError, match=match):
+        paired_bootstrap(a, b, **kwargs)

@@ -24,7 +24,7 @@ from contextwright.stages.compress import terms
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
 
-__all__ = ["TokenBudget", "sentence_ends"]
+__all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
 
 Policy = Literal["greedy", "stop", "truncate", "fill", "blocks"]
 _POLICIES = ("greedy", "stop", "truncate", "fill", "blocks")
@@ -254,6 +254,12 @@ def _sentence_terms(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple
     """Sentence spans of ``text`` and each sentence's terms, cached by text."""
     spans = tuple(split_sentences(text))
     return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
+
+
+def clear_caches() -> None:
+    """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
+    _chunk_terms.cache_clear()
+    _sentence_terms.cache_clear()
 
 
 class _Relevance:
