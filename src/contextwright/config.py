@@ -67,7 +67,8 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "description": "Chat grounding: plain texts in relevance order, the whole budget in rank order.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "token_budget", "policy": "fill"},
+            # No framing: a short cut block costs only its text, so smaller remainders are worth it.
+            {"type": "token_budget", "policy": "fill", "min_truncated_tokens": 8},
             {"type": "score_order"},
         ],
         "format": "minimal",
