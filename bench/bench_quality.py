@@ -11,7 +11,7 @@ eval``):
   some block's text, whole words, normalized);
 * Δ naive [95 %]: retention minus naive's on the same queries, with a paired
   bootstrap 95 % interval (2,000 resamples, seed 0;
-  :func:`contextwright.eval.metrics.paired_bootstrap`): an interval that
+  :func:`contextwright.eval.metrics.paired_bootstrap_delta`): an interval that
   contains 0 is not a win or a loss;
 * hard: retention on the hard subset (answerable, first answer-bearing chunk
   not ranked first); mid%: share of the hard subset's outputs whose first
@@ -45,7 +45,7 @@ from contextwright.eval import (
     default_strategies,
     evaluate,
     load_queries,
-    paired_bootstrap,
+    paired_bootstrap_delta,
     summarize,
 )
 
@@ -80,9 +80,11 @@ def table(
             delta = ""
             if base is not None and name != "naive":
                 ids = sorted(base)
-                d, lo, hi = paired_bootstrap(
-                    [kept[key][i] for i in ids], [base[i] for i in ids], resamples=resamples
+                found = paired_bootstrap_delta(
+                    [base[i] for i in ids], [kept[key][i] for i in ids], iterations=resamples
                 )
+                assert found is not None  # naive ran on these queries
+                d, lo, hi = found
                 delta = f"{100 * d:+.1f} pt [{100 * lo:+.1f}, {100 * hi:+.1f}]"
             f, blocks = framing[key]
             print(

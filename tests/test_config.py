@@ -119,3 +119,14 @@ def test_any_stage_settings_give_a_stage_or_a_config_error(data: st.DataObject) 
         assert message.startswith("stages[0]: ")  # names where, never another exception type
         return
     assert pipeline.stages[0].name == name
+
+
+# --- issue 11, item 9: unknown top-level keys ----------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["base_url", "stage", "formats"])
+def test_unknown_top_level_config_keys_are_rejected_naming_the_valid_keys(key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"'{key}'.*valid keys: .*format.*stages"):
+        pipeline_from_config({"stages": [{"type": "exact_dedup"}], key: 1})
+    with pytest.raises(ConfigError, match=rf"'{key}'"):
+        pipeline_from_config({"preset": "qa", key: "x"})

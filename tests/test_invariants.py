@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler, list_presets
+from contextwright.render.parse import parse_blocks
 from contextwright.types import AssembledContext, chunks_from_dicts
 
 FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown", "lean"]
@@ -42,6 +43,10 @@ DELIMITERS = [
     "\n\n",
 ]
 UNICODE = [
+    "\u00a0[2] nbsp",
+    "\u3000[SOURCE 4] ideographic",
+    "\u200b### [5] zero-width",
+    "<![CDATA[ <!-- x",
     "北京是中国的首都。",
     "🙂👩‍👩‍👧 emoji",
     "שלום עולם",
@@ -86,7 +91,9 @@ def check_invariants(
     assert [c.index for c in ctx.citations] == list(range(1, len(ctx.chunks) + 1))
     for cite, block in zip(ctx.citations, ctx.chunks, strict=True):
         assert cite.chunk_ids == block.member_ids
-    # 4: one block per citation, numbered in order
+    # 4: one block per citation, numbered in order: the format's own grammar (a reader's view,
+    # see contextwright.render.parse) and the plain header patterns agree
+    assert parse_blocks(ctx.text, fmt) == [c.index for c in ctx.citations]
     if fmt in BLOCK_PATTERNS:
         found = [int(n) for n in re.findall(BLOCK_PATTERNS[fmt], ctx.text, re.MULTILINE)]
         assert found == [c.index for c in ctx.citations]

@@ -168,7 +168,11 @@ SKIP_COMMANDS = [
     ("contextwright serve", "starts a long-running server; tests/test_service.py covers it"),
 ]
 # (substring of the command, environment variable): skipped unless the variable is set.
-NEEDS_ENV = [("postgresql://", "CONTEXTWRIGHT_TEST_PG_DSN"), ("llm_compress", "CONTEXTWRIGHT_LLM_BASE_URL")]
+NEEDS_ENV = [
+    ("postgresql://", "CONTEXTWRIGHT_TEST_PG_DSN"),
+    ("llm_compress", "CONTEXTWRIGHT_LLM_BASE_URL"),
+    ("--reader ", "OPENAI_API_KEY"),  # a paid endpoint; tests/eval/test_reader.py runs a local model
+]
 
 
 def _shortened(command: str) -> str:

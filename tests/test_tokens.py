@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -162,3 +163,31 @@ def _tokenizer(enc: str, backend: str) -> TiktokenTokenizer:
     if (enc, backend) not in _TOKENIZERS:
         _TOKENIZERS[enc, backend] = TiktokenTokenizer(enc, backend=backend)
     return _TOKENIZERS[enc, backend]
+
+
+# --- issue 11, item 9: no download, no host name ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["gpt2", "p50k_base", "r50k_base"])
+def test_encodings_not_available_locally_are_refused_without_network(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import socket
+
+    import tiktoken.load
+
+    from contextwright.errors import TokenizerError
+    from contextwright.tokens import TiktokenTokenizer
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
+
+    def no_network(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a network connection was attempted")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    with pytest.raises(TokenizerError, match="not available locally") as info:
+        TiktokenTokenizer(name, backend="tiktoken")
+    message = str(info.value)
+    assert "openaipublic" not in message and "http" not in message and ".com" not in message
+    assert tiktoken.load.read_file.__module__ == "tiktoken.load"  # the guard is removed again

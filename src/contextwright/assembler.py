@@ -10,6 +10,7 @@ from typing import Any
 from contextwright.budget import ModelSpec, ZoneBudget, get_model
 from contextwright.config import pipeline_from_config
 from contextwright.errors import ConfigError, InputError
+from contextwright.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.pipeline import Pipeline, Plan
 from contextwright.render.format import Format
 from contextwright.render.history import HistoryResult, trim_history
@@ -64,6 +65,13 @@ class Assembler:
         buffer_tokens: int = DEFAULT_BUFFER,
         **resources: Any,
     ) -> None:
+        for name, value in (
+            ("budget", budget),
+            ("history_tokens", history_tokens),
+            ("output_tokens", output_tokens),
+            ("buffer_tokens", buffer_tokens),
+        ):
+            check_number(value, name, MAX_BUDGET_TOKENS, where="Assembler")
         if isinstance(config, Pipeline):
             if order is not None or format is not None:
                 config = _override(config, order=order, format=format)
@@ -86,7 +94,9 @@ class Assembler:
         self.output_tokens = output_tokens
         self.buffer_tokens = buffer_tokens
         self.resources = resources
-        self._system_tokens = self.tokenizer.count(system_prompt(system)) if system else 0
+        self._system_tokens = (
+            self.tokenizer.count(system_prompt(system, format=self.pipeline.format)) if system else 0
+        )
         if budget is None:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
@@ -152,6 +162,7 @@ class Assembler:
             ConfigError: ``history`` given but the assembler has no history zone.
             HistoryBudgetError: the system messages and latest user turn alone exceed it.
         """
+        check_number(budget, "budget", MAX_BUDGET_TOKENS, where="assemble")
         trimmed = self._history(history, summarizer)
         ctx: AssembledContext = self._through(self.pipeline.run, query, chunks, budget)
         if trimmed is None:

@@ -377,7 +377,13 @@ if typer is not None:
         try:
             cfg = ServiceConfig.load(config, host=host, port=port, workers=workers, log_level=log_level)
             if cfg.workers == 1:
-                uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=cfg.log_level)
+                uvicorn.run(
+                    create_app(cfg),
+                    host=cfg.host,
+                    port=cfg.port,
+                    log_level=cfg.log_level,
+                    access_log=not cfg.access_log,  # the service writes its own (JSON) access log
+                )
                 return
             create_app(cfg)  # fail here, once, rather than in every worker
         except ContextwrightError as exc:
@@ -392,6 +398,7 @@ if typer is not None:
             port=cfg.port,
             workers=cfg.workers,
             log_level=cfg.log_level,
+            access_log=not cfg.access_log,
         )
 
     @app.command("inspect")
@@ -500,6 +507,312 @@ if typer is not None:
             f"in {elapsed:.2f} s"
         )
 
+    # -- batch: many queries, file to file (contextwright.batch) ---------------------
+
+    @app.command("batch")
+    def batch_cmd(
+        input: Annotated[
+            str,
+            typer.Argument(
+                help="JSONL(.gz) or Parquet of queries ({id, question, chunks} or {query, chunks})."
+            ),
+        ],
+        output: Annotated[
+            str,
+            typer.Argument(
+                help="Output .jsonl, .jsonl.gz or .parquet of {id, text, tokens, citations, report}."
+            ),
+        ],
+        engine: Annotated[
+            str, typer.Option(help="local (processes) or ray (Ray Data; RAY_ADDRESS picks a cluster).")
+        ] = "local",
+        workers: Annotated[
+            int | None, typer.Option(help="Processes or Ray actors (default: one per CPU).")
+        ] = None,
+        preset: PresetOpt = "qa",
+        model: ModelOpt = None,
+        budget: BudgetOpt = None,
+        format: FormatOpt = None,
+        order: OrderOpt = None,
+        tokenizer: TokenizerOpt = None,
+        store: StoreOpt = None,
+        expand: Annotated[
+            int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
+        ] = None,
+        errors: Annotated[
+            str | None, typer.Option(help="Error rows file (default: OUTPUT.errors.jsonl).")
+        ] = None,
+        batch_size: Annotated[int, typer.Option(min=1, help="Rows per task.")] = 16,
+        timings: Annotated[
+            bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
+        ] = False,
+    ) -> None:
+        """Assemble every query of a file (locally or on Ray); failed rows go to an errors file."""
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        from contextwright.batch import BatchSettings, run_batch
+        from contextwright.errors import ContextwrightError
+
+        if engine not in ("local", "ray"):
+            fail(f"--engine must be local or ray; got {engine!r}.")
+        if expand is not None and store is None:
+            fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+        settings = BatchSettings(
+            preset=preset,
+            model=model,
+            budget=budget,
+            tokenizer=tokenizer,
+            format=format,
+            order=order,
+            store=store,
+            expand=expand,
+            timings=timings,
+        )
+        try:
+            with Progress(
+                TextColumn(f"batch ({engine})"),
+                TextColumn("{task.fields[done]:,} rows · {task.fields[errors]:,} errors"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=not err.is_terminal,
+            ) as bar:
+                task = bar.add_task("batch", total=None, done=0, errors=0)
+                stats = run_batch(
+                    input,
+                    output,
+                    engine=engine,  # type: ignore[arg-type]
+                    workers=workers,
+                    errors=errors,
+                    batch_size=batch_size,
+                    settings=settings,
+                    progress=lambda done, failed: bar.update(task, done=done, errors=failed),
+                )
+        except ContextwrightError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {output!r}: {exc.strerror or exc}")
+        line = (
+            f"assembled {stats.rows:,} rows into {output} with {engine} × {stats.workers} "
+            f"in {stats.seconds:.2f} s ({stats.per_second:,.1f} rows/s)"
+        )
+        if stats.errors:
+            line += f"; {stats.errors:,} error rows in {stats.errors_path}"
+        Console(highlight=False, soft_wrap=True).print(line)
+
+    # -- dedup-corpus: near duplicates over a whole corpus (contextwright.corpus_dedup) --
+
+    @app.command("dedup-corpus")
+    def dedup_corpus_cmd(
+        corpus: Annotated[
+            str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with 'text' (and 'id').")
+        ],
+        out: Annotated[
+            str | None, typer.Option(help="Write the pairs here as JSONL {a, b, a_pos, b_pos, jaccard}.")
+        ] = None,
+        threshold: Annotated[float, typer.Option(help="Jaccard similarity of word shingles.")] = 0.9,
+        shingle_size: Annotated[int, typer.Option(help="Words per shingle.")] = 3,
+        num_perm: Annotated[int, typer.Option(help="MinHash hash functions.")] = 32,
+        seed: Annotated[int, typer.Option(help="Seed of the hash functions.")] = 1,
+        workers: Annotated[
+            int | None, typer.Option(min=1, help="Processes hashing (default: one per CPU; same result).")
+        ] = None,
+        stats: Annotated[
+            bool, typer.Option("--stats", help="Print a JSON line of counts, seconds and peak memory.")
+        ] = False,
+    ) -> None:
+        """Find near-duplicate chunks in a whole corpus (MinHash LSH, verified by exact Jaccard)."""
+        import json
+        import os
+        import resource
+
+        from contextwright.corpus_dedup import iter_texts, near_duplicate_pairs
+        from contextwright.errors import ContextwrightError
+
+        found: dict[int, tuple[str, str]] = {}
+
+        def reread(positions: set[int]) -> dict[int, str]:
+            import gzip
+
+            opener: Any = gzip.open if corpus.endswith(".gz") else open
+            pos = -1
+            with opener(corpus, "rt", encoding="utf-8") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    pos += 1
+                    if pos in positions:
+                        row = json.loads(line)
+                        found[pos] = (str(row.get("id", pos)), row["text"])
+            return {p: t for p, (_, t) in found.items()}
+
+        try:
+            with _progress_bar("dedup-corpus", "chunks hashed") as update:
+                result = near_duplicate_pairs(
+                    iter_texts(corpus),
+                    threshold=threshold,
+                    shingle_size=shingle_size,
+                    num_perm=num_perm,
+                    seed=seed,
+                    reread=reread,
+                    progress=update,
+                    workers=workers or os.cpu_count() or 1,
+                )
+        except ContextwrightError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot read {corpus!r}: {exc.strerror or exc}")
+        if out is not None:
+            with open(out, "w", encoding="utf-8") as f:
+                for p in result.pairs:
+                    row = {
+                        "a": found[p.a][0],
+                        "b": found[p.b][0],
+                        "a_pos": p.a,
+                        "b_pos": p.b,
+                        "jaccard": p.jaccard,
+                    }
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        bands, rows = result.bands
+        err.print(
+            f"{result.chunks:,} chunks · {result.candidates:,} candidates ({bands} bands × {rows} rows) · "
+            f"{len(result.pairs):,} near-duplicate pairs ≥ {threshold} · {len(result.duplicates):,} chunks to drop "
+            f"· {result.seconds:.1f} s" + (f" → {out}" if out else ""),
+            highlight=False,
+            markup=False,
+        )
+        if stats:
+            # the largest process (this one, or a hashing worker), and the CPU time of all of them
+            usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+            peak = max(u.ru_maxrss for u in usage) / 1024
+            cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "chunks": result.chunks,
+                        "candidates": result.candidates,
+                        "pairs": len(result.pairs),
+                        "duplicates": len(result.duplicates),
+                        "seconds": round(result.seconds, 3),
+                        "timings": {k: round(v, 3) for k, v in result.timings.items()},
+                        "peak_rss_mb": round(peak, 1),
+                        "cpu_s": round(cpu, 2),
+                    }
+                )
+                + "\n"
+            )
+
+    def _progress_bar(label: str, unit: str) -> Any:
+        """A transient counter on stderr (only on a terminal); yields ``update(done)``."""
+        import contextlib
+
+        from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+        @contextlib.contextmanager
+        def bar() -> Any:
+            with Progress(
+                TextColumn(label),
+                TextColumn("{task.fields[done]:,} " + unit),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=not err.is_terminal,
+            ) as p:
+                task = p.add_task(label, total=None, done=0)
+                yield lambda done: p.update(task, done=done)
+
+        return bar()
+
+    def _run_reader(
+        result: Any,
+        queries: Any,
+        strategies: list[str],
+        budgets: list[int],
+        *,
+        url: str,
+        model: str | None,
+        key_env: str,
+        cache: str | None,
+        max_tokens: int,
+        concurrency: int,
+        timeout_s: float,
+        tokenizer: str,
+        corpus: str | None,
+        positions: int | None,
+        prior_out: str | None,
+    ) -> Any:
+        """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
+        import dataclasses
+        import json
+        import os
+        from pathlib import Path
+
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from contextwright.eval.reader import Reader, default_cache_path, evaluate_reader
+        from contextwright.eval.runner import open_corpus_store
+
+        if not model:
+            fail("--reader needs --reader-model, the model name the endpoint expects (e.g. gpt-4o-mini).")
+        if prior_out is not None and positions is None:
+            fail("--prior-out writes the curve of the position sweep: pass --positions K too (e.g. 5).")
+        key = os.environ.get(key_env) if key_env else None
+        resources = {"store": open_corpus_store(corpus)} if corpus else {}
+        with (
+            Reader(
+                url,
+                model=model,
+                api_key=key,
+                cache=cache or default_cache_path(),
+                max_tokens=max_tokens,
+                max_concurrency=concurrency,
+                timeout_s=timeout_s,
+            ) as rd,
+            Progress(
+                TextColumn("reader"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("replies"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            ) as bar,
+        ):
+            task = bar.add_task("reader", total=None)
+            try:
+                measured = evaluate_reader(
+                    queries,
+                    strategies,
+                    budgets,
+                    reader=rd,
+                    tokenizer=tokenizer,
+                    resources=resources,
+                    positions=positions,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
+            except KeyboardInterrupt:
+                err.print(
+                    f"interrupted: the replies so far are cached in {rd.cache_path}; "
+                    "run the same command again to resume.",
+                    highlight=False,
+                )
+                raise typer.Exit(130) from None
+        failed = measured.meta.get("failed", 0)
+        if failed:
+            err.print(
+                f"[yellow]reader: {failed} request(s) failed; they are listed with their errors in the JSON "
+                "and left out of the accuracies.[/]",
+                highlight=False,
+            )
+        if prior_out is not None and measured.sweep is not None:
+            if not any(measured.sweep.answered):
+                fail("the position sweep got no replies, so there is no prior to write.")
+            Path(prior_out).write_text(
+                json.dumps(measured.sweep.prior_dict(), indent=1) + "\n", encoding="utf-8"
+            )
+            err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
+        return dataclasses.replace(result, reader=measured)
+
     # -- eval (contextwright.eval) ---------------------------------------------
 
     @app.command("eval")
@@ -522,6 +835,9 @@ if typer is not None:
         ] = None,
         limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
         workers: Annotated[int, typer.Option(help="Worker processes (results are identical to 1).")] = 1,
+        engine: Annotated[
+            str, typer.Option(help="local (processes) or ray (Ray Data actors; RAY_ADDRESS picks a cluster).")
+        ] = "local",
         tokenizer: Annotated[str, typer.Option(help="Tokenizer that defines the budget.")] = "cl100k_base",
         prior: Annotated[
             str | None,
@@ -537,8 +853,46 @@ if typer is not None:
         html_out: Annotated[
             str | None, typer.Option("--html", help="Write a self-contained HTML report here.")
         ] = None,
+        reader: Annotated[
+            str | None,
+            typer.Option(
+                help="OpenAI-compatible API root of a reader model (e.g. http://127.0.0.1:8080/v1): "
+                "the model answers each question from each strategy's context, plus closed-book and oracle."
+            ),
+        ] = None,
+        reader_model: Annotated[
+            str | None, typer.Option(help="The reader's model name (required with --reader).")
+        ] = None,
+        reader_key_env: Annotated[
+            str,
+            typer.Option(help="Environment variable holding the reader's API key (empty: send none)."),
+        ] = "OPENAI_API_KEY",
+        reader_cache: Annotated[
+            str | None,
+            typer.Option(
+                help="SQLite file of cached replies (default ~/.cache/contextwright/reader.sqlite)."
+            ),
+        ] = None,
+        reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
+        reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
+        reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
+        positions: Annotated[
+            int | None,
+            typer.Option(
+                help="With --reader: the position sweep with K chunks (answer chunk at each of K positions)."
+            ),
+        ] = None,
+        prior_out: Annotated[
+            str | None,
+            typer.Option(help="With --positions: write the measured curve here as a prior file for --prior."),
+        ] = None,
     ) -> None:
-        """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency."""
+        """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
+
+        With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy,
+        the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk,
+        so an interrupted run resumes where it stopped.
+        """
         import logging
 
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -551,6 +905,8 @@ if typer is not None:
             budgets = [int(b) for b in _csv(budget)]
         except ValueError:
             fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
+        if engine not in ("local", "ray"):
+            fail(f"--engine must be local or ray; got {engine!r}.")
         names: list[str] = _csv(strategy) if strategy else default_strategies()
         # A stage warns once per call; over hundreds of queries, show each distinct warning once.
         seen: set[tuple[str, str]] = set()
@@ -584,7 +940,30 @@ if typer is not None:
                     prior=prior,
                     corpus=corpus,
                     workers=workers,
+                    engine=engine,  # type: ignore[arg-type]
                     progress=lambda done, total: bar.update(task, completed=done),
+                )
+            if reader is not None:
+                result = _run_reader(
+                    result,
+                    queries,
+                    [*names, *(config or [])],
+                    budgets,
+                    url=reader,
+                    model=reader_model,
+                    key_env=reader_key_env,
+                    cache=reader_cache,
+                    max_tokens=reader_max_tokens,
+                    concurrency=reader_concurrency,
+                    timeout_s=reader_timeout,
+                    tokenizer=tokenizer,
+                    corpus=corpus,
+                    positions=positions,
+                    prior_out=prior_out,
+                )
+            elif positions is not None or prior_out is not None:
+                fail(
+                    "--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME."
                 )
             for name, reason in result.skipped.items():
                 err.print(f"[yellow]skipped {name}:[/] {reason}", highlight=False)
@@ -596,6 +975,10 @@ if typer is not None:
             if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
                 out = Console(highlight=False, width=needed)
             out.print(table)
+            if result.reader is not None:
+                from contextwright.eval.report import render_reader_table
+
+                out.print(render_reader_table(result.reader))
             meta = {"data": data}
             if json_out:
                 to_json(result, json_out, meta=meta)

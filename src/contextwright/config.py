@@ -111,6 +111,8 @@ _PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 _LOCK = threading.Lock()
+#: The keys a config mapping may have; anything else is a typo or a misplaced setting.
+_CONFIG_KEYS = frozenset({"name", "description", "preset", "stages", "format", "verify"})
 
 
 def register_preset(name: str, config: Mapping[str, Any]) -> None:
@@ -185,6 +187,12 @@ def pipeline_from_config(
         name = str(data.get("name", "custom"))
     else:
         raise ConfigError(f"config must be a preset name, a mapping or a path; got {type(config).__name__}.")
+    unknown = sorted(str(k) for k in data if k not in _CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"config has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"valid keys: {', '.join(sorted(_CONFIG_KEYS))}."
+        )
     if "preset" in data:
         base = get_preset(str(data["preset"]))
         base.update({k: v for k, v in data.items() if k != "preset"})

@@ -9,16 +9,20 @@ and renders again until it fits. Citations are numbered on the final order.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextwright.errors import ConfigError
+from contextwright.errors import AssemblyCancelled, ConfigError, InputError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
+from contextwright.textcheck import check_text
 from contextwright.tokens import CachedTokenizer
 from contextwright.types import (
     AssembledContext,
@@ -34,11 +38,40 @@ from contextwright.types import (
 if TYPE_CHECKING:
     from contextwright.render.history import HistoryResult
 
-__all__ = ["Pipeline", "Plan"]
+__all__ = ["Pipeline", "Plan", "cancel_on"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_BODIES = 16_384  # per pipeline; the service keeps one pipeline per configuration
+
+_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cancel", default=None)
+
+
+@contextlib.contextmanager
+def cancel_on(event: threading.Event) -> Iterator[None]:
+    """Within this block, pipelines stop at the next stage boundary once ``event`` is set.
+
+    Cooperative cancellation: a stage runs to its end, then the pipeline checks
+    the event before the next stage and before the render, and raises
+    :class:`~contextwright.errors.AssemblyCancelled`. The service sets the event
+    when a request passes ``timeout_s``, so the worker thread is freed.
+
+    Example:
+        >>> stop = threading.Event()
+        >>> with cancel_on(stop):
+        ...     ctx = assembler.assemble(query, chunks)   # another thread may call stop.set()
+    """
+    token = _cancel.set(event)
+    try:
+        yield
+    finally:
+        _cancel.reset(token)
+
+
+def _check_cancelled(before: str) -> None:
+    event = _cancel.get()
+    if event is not None and event.is_set():
+        raise AssemblyCancelled(f"assembly cancelled before {before!r} (its deadline passed).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +136,14 @@ class Plan:
         }
 
 
+def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]]) -> tuple[Chunk, ...]:
+    """The query checked and the chunks normalized (every string that enters is checked)."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string; got {type(query).__name__}.")
+    check_text(query, "query")
+    return chunks_from_dicts(chunks)
+
+
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
@@ -162,10 +203,11 @@ class Pipeline:
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs = _inputs(query, chunks)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
+        _check_cancelled("render")
         start = time.perf_counter()
         blocks, text, total, drops = self._fit(current, meter, budget, query)
         reports.append(
@@ -198,6 +240,7 @@ class Pipeline:
             report=report,
             query=query,
             tokenizer=tokenizer.name,
+            format=self.format,
         )
 
     def _run_stages(
@@ -227,6 +270,7 @@ class Pipeline:
         input_tokens = tokens_now
         reports: list[StageReport] = []
         for stage in self.stages:
+            _check_cancelled(stage.name)
             needs = {}
             for key in getattr(stage, "requires", ()):
                 if key not in env:
@@ -264,7 +308,7 @@ class Pipeline:
         the render may still drop a block if the exact count of the final
         string differs (see :meth:`run`).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs = _inputs(query, chunks)
         meter, current, reports, input_tokens, _ = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
         )
@@ -295,6 +339,15 @@ class Pipeline:
         verify = self.verify == "always"
         while True:
             text, total = meter.measure(current, query=query, verify=verify)
+            hidden = self.format.unrendered(current, query=query)
+            if hidden:
+                # a template that leaves a block out must not cite it (invariant 3)
+                for i in sorted(hidden, reverse=True):
+                    victim = current.pop(i)
+                    drops.append(
+                        Drop(victim.id, "not_rendered", detail="the template does not show its text")
+                    )
+                continue
             if total <= budget:
                 return tuple(current), text, total, drops
             weakest = min(range(len(current)), key=lambda i: (current[i].score, -current[i].rank))

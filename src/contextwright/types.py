@@ -16,6 +16,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from contextwright.errors import InputError
+from contextwright.render.escape import visible
+from contextwright.textcheck import check_text
 
 if TYPE_CHECKING:
     from contextwright.render.history import HistoryResult
@@ -48,6 +50,7 @@ DropReason = Literal[
     "contained_in",
     "over_budget",
     "irrelevant",
+    "not_rendered",
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -149,6 +152,8 @@ class Chunk:
     also_sources: tuple[str, ...] = ()
     spans: tuple[tuple[int, int], ...] = ()
     doc_summary: str | None = None
+    #: Where each folded duplicate was: ``(id, source, page, line)``.
+    also_at: tuple[tuple[str, str | None, int | None, int | None], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -164,9 +169,15 @@ class Chunk:
         return self.chunk_ids or (self.id,)
 
     @property
+    def doc_key(self) -> str | None:
+        """The document this chunk belongs to: ``doc_id``, else ``source`` (a file is a document), else None."""
+        return self.doc_id if self.doc_id is not None else self.source
+
+    @property
     def group_key(self) -> str:
-        """The document this chunk belongs to, or its own id when it has none."""
-        return self.doc_id if self.doc_id is not None else self.id
+        """The document this chunk belongs to (:attr:`doc_key`), or its own id when it has none."""
+        key = self.doc_id if self.doc_id is not None else self.source
+        return key if key is not None else self.id
 
     def with_ops(self, *ops: str, **changes: Any) -> Chunk:
         """Copy with ``ops`` extended and other fields replaced."""
@@ -221,9 +232,10 @@ class Chunk:
             raise InputError(
                 f"{where}.{text_hit[1]} must be a string; got {type(text).__name__} {_short(text)}."
             )
-        if not text.strip():
+        check_text(text, f"{where}.{text_hit[1]}")
+        if not visible(text):
             raise InputError(
-                f"{where}.{text_hit[1]} is empty or only whitespace ({text!r}). "
+                f"{where}.{text_hit[1]} is empty or only whitespace/invisible characters ({_short(text)}). "
                 "Drop empty chunks before assembly; they carry nothing to cite."
             )
 
@@ -259,11 +271,16 @@ class Chunk:
         metadata = {k: v for k, v in nested.items() if k != "embedding"} if nested else {}
         for k, v in data.items():
             if k not in _KNOWN_KEYS:
+                if isinstance(k, str) and not k.isascii():
+                    check_text(k, f"{where} key {_short(k)}")
                 metadata[k] = v
+        if metadata:
+            check_tree(metadata, f"{where}.metadata")
 
         origin = data.get("origin", "retrieved")
         if type(origin) is not str:
             raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
+        check_text(origin, f"{where}.origin")
 
         return cls(
             text=text,
@@ -300,6 +317,8 @@ class Chunk:
             value = getattr(self, name)
             if value:
                 out[name] = list(value)
+        if self.also_at:
+            out["also_at"] = [list(a) for a in self.also_at]
         return out
 
 
@@ -323,6 +342,7 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
     seen: dict[str, int] = {}
     for position, item in enumerate(items):
         if isinstance(item, Chunk):
+            _check_chunk(item, f"chunks[{position}]")
             chunk = replace(item, rank=position)
             explicit = True
         else:
@@ -344,13 +364,94 @@ def chunks_from_dicts(items: Iterable[Mapping[str, Any] | Chunk]) -> tuple[Chunk
     return tuple(out)
 
 
+_MAX_DEPTH = 32
+
+
+def check_tree(value: Any, where: str, *, error: type[Exception] = InputError) -> None:
+    """:func:`check_text` over every string key and value of nested mappings and lists.
+
+    Raises:
+        error: naming the path of the first bad string (``chunks[0].metadata.k[1].x``),
+            or of a container nested more than 32 levels deep.
+    """
+    path = _bad_path(value, 0)
+    if path is None:
+        return
+    label = where + "".join(
+        f"[{p}]" if isinstance(p, int) else (f".{p}" if p != "<key>" else " key") for p in path
+    )
+    if path and path[-1] == "__depth__":
+        raise error(
+            f"{label[: -len('.__depth__')]} is nested more than {_MAX_DEPTH} levels deep; flatten it."
+        )
+    bad = _value_at(value, path)
+    check_text(bad, label, error=error)
+
+
+def _bad_path(value: Any, depth: int) -> list[Any] | None:
+    """The path to the first string that is not valid Unicode, or None (cheap when all is ASCII)."""
+    if isinstance(value, str):
+        return None if value.isascii() or _utf8_ok(value) else []
+    if isinstance(value, Mapping):
+        if depth >= _MAX_DEPTH:
+            return ["__depth__"]
+        for k, v in value.items():
+            if isinstance(k, str) and not k.isascii() and not _utf8_ok(k):
+                return [k, "<key>"]
+            sub = _bad_path(v, depth + 1)
+            if sub is not None:
+                return [k, *sub]
+    elif isinstance(value, (list, tuple)):
+        if depth >= _MAX_DEPTH:
+            return ["__depth__"]
+        for i, v in enumerate(value):
+            sub = _bad_path(v, depth + 1)
+            if sub is not None:
+                return [i, *sub]
+    return None
+
+
+def _value_at(value: Any, path: list[Any]) -> str:
+    previous: Any = None
+    for p in path:
+        if p == "<key>":
+            return str(previous)  # the bad string is the key itself
+        previous = p
+        value = value[p]
+    return str(value)
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_chunk(chunk: Chunk, where: str) -> None:
+    """Lone surrogates and invisible-only text in a chunk built by hand."""
+    check_text(chunk.text, f"{where}.text")
+    if not visible(chunk.text):
+        raise InputError(
+            f"{where}.text is empty or only whitespace/invisible characters ({_short(chunk.text)}). "
+            "Drop empty chunks before assembly; they carry nothing to cite."
+        )
+    for name in ("id", "doc_id", "source", "title", "section", "origin", "doc_summary"):
+        value = getattr(chunk, name)
+        if isinstance(value, str):
+            check_text(value, f"{where}.{name}")
+    if chunk.metadata:
+        check_tree(chunk.metadata, f"{where}.metadata")
+
+
 def _opt_str(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> str | None:
     hit = found.get(name)
     if hit is None:
         return None
     value = hit[2]
     if type(value) is str:
-        return value
+        return check_text(value, f"{where}.{hit[1]}")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(f"{where}.{hit[1]} must be a string; got {type(value).__name__} {_short(value)}.")
     return str(value)
@@ -580,6 +681,9 @@ class Citation:
     ``chunk_ids`` lists every input chunk the block stands for (one, or several
     for a merged passage); ``also_sources`` lists the sources of duplicates that
     were folded into it, so a citation names every place the text appears.
+    ``duplicates`` are the ids of copies folded into the block by dedup and
+    ``also_at`` says where each copy was (``id``, ``source``, ``page``,
+    ``line``), so a reader can check the citation at any of its places.
     ``spans`` says which text of the chunk the block shows when a stage cut it
     (compressed, truncated, overlap stripped): ``(start, end)`` character
     offsets into the chunk's text as it was passed in (for a merged passage,
@@ -600,6 +704,8 @@ class Citation:
     also_sources: tuple[str, ...] = ()
     index_span: tuple[int, int] | None = None
     spans: tuple[tuple[int, int], ...] = ()
+    duplicates: tuple[str, ...] = ()
+    also_at: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -617,6 +723,8 @@ class Citation:
             "also_sources": list(self.also_sources),
             "index_span": list(self.index_span) if self.index_span else None,
             "spans": [list(s) for s in self.spans],
+            "duplicates": list(self.duplicates),
+            "also_at": [dict(a) for a in self.also_at],
         }
 
 
@@ -643,6 +751,9 @@ class AssembledContext:
     report: Report
     query: str = ""
     tokenizer: str = ""
+    #: The :class:`~contextwright.render.format.Format` the text was rendered in
+    #: (prompts ask for its citation label; summaries go through its escape).
+    format: Any = field(default=None, compare=False, repr=False)
 
     def messages(
         self,
@@ -655,6 +766,10 @@ class AssembledContext:
         summarizer: Callable[[list[Message]], str] | None = None,
     ) -> list[Message]:
         """Chat messages in OpenAI format, with this context and a grounded prompt.
+
+        One system message at most: the prompt, the history's system turns and
+        summary, and (``context_in="system"``) the context, merged. A named
+        prompt asks for the citation label of the context's format.
 
         Args:
             query: The user's question; defaults to the query assembled for.
@@ -685,12 +800,26 @@ class AssembledContext:
             tokenizer = get_tokenizer(self.tokenizer or "cl100k_base")
             kept = trim_history(history, budget=zone, tokenizer=tokenizer, summarizer=summarizer).messages
             history = [{"role": m["role"], "content": m["content"]} for m in kept]
+        if self.format is not None:
+            from contextwright.render.history import SUMMARY_PREFIX
+
+            # a summary of dropped turns is text from the conversation: escaped like the context
+            history = [
+                {
+                    "role": "system",
+                    "content": SUMMARY_PREFIX + self.format.escape(t["content"][len(SUMMARY_PREFIX) :]),
+                }
+                if t.get("role") == "system" and str(t.get("content", "")).startswith(SUMMARY_PREFIX)
+                else t
+                for t in history
+            ]
         return build_messages(
             self.text,
             self.query if query is None else query,
             system=system,
             history=history,
             context_in=context_in,
+            format=self.format,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from contextwright.types import Chunk
         ("See [2–4]", [2, 3, 4]),
         ("Per [SOURCE 2] and [source 5].", [2, 5]),
         ("[2][1] and again [2]", [2, 1]),
-        ("The war [1914-1918] ended.", list(range(1914, 1919))),
+        ("The war [1914-1918] ended.", []),
+        ("In [1914] it began.", []),
         ("no citations here (1)", []),
         ("[1; 4 and 6]", [1, 4, 6]),
     ],
@@ -59,3 +60,48 @@ def test_citation_carries_snippet_span_and_merged_sources() -> None:
     assert len(cite.snippet) == 200 and cite.snippet.endswith("…")
     assert cite.chunk_ids == ("m1", "m2") and cite.also_sources == ("mirror.md",)
     assert cite.index_span == (4, 5)
+
+
+def _cites(n: int) -> tuple:  # type: ignore[type-arg]
+    return build_citations(
+        [Chunk(f"t{i}", id=f"c{i}", source=f"{i}.md") for i in range(n)], get_format("numbered")
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "numbers", "missing"),
+    [
+        ("the war of [1914-1918]", (), ()),  # a year range
+        ("founded in [1889] and rebuilt [1901, 1902]", (), ()),  # years
+        ("see pages [112-118] of the report", (), ()),  # a page range far beyond 3 blocks
+        ("footnotes[^2] and [^note]", (), ()),  # footnote markers
+        ("as shown [2-3], not [7]", (2, 3, 7), (7,)),  # a plausible range, and a hallucinated number
+        ("both [1, 1914]", (1,), ()),  # the year inside a list is not a citation
+        ("range [3-5]", (3, 4, 5), (4, 5)),  # just beyond: flagged, not ignored
+    ],
+)
+def test_implausible_block_numbers_are_not_citations(
+    answer: str, numbers: tuple[int, ...], missing: tuple[int, ...]
+) -> None:
+    result = resolve_citations(answer, _cites(3))
+    assert result.numbers == numbers
+    assert result.missing == missing
+    assert result.ok is (not missing)
+
+
+def test_a_context_with_many_blocks_cites_four_digit_numbers() -> None:
+    assert parse_citation_numbers("[1200]", blocks=1500) == [1200]
+
+
+def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -> None:
+    from contextwright import assemble
+
+    chunks = [
+        {"id": "a", "text": "Same text here.", "score": 0.9, "source": "a.pdf", "page": 3, "line": 10},
+        {"id": "b", "text": "Same text here.", "score": 0.5, "source": "b.pdf", "page": 7, "line": 42},
+    ]
+    ctx = assemble("q", chunks, budget=300, format="numbered")
+    (cite,) = ctx.citations
+    assert cite.duplicates == ("b",)
+    assert cite.also_at == ({"id": "b", "source": "b.pdf", "page": 7, "line": 42},)
+    assert cite.to_dict()["also_at"] == [{"id": "b", "source": "b.pdf", "page": 7, "line": 42}]

@@ -33,3 +33,83 @@ def test_literal_system_prompt_and_no_system() -> None:
 def test_bad_history_turn_is_named() -> None:
     with pytest.raises(InputError, match=r"history\[1\] must have string 'role' and 'content'"):
         build_messages("C", "Q", history=[{"role": "user", "content": "a"}, {"role": "user"}])
+
+
+# --- issue 11, item 11: prompts that match the format; one system message ---------------------
+
+from contextwright import Assembler  # noqa: E402
+from contextwright.render.format import get_format  # noqa: E402
+from contextwright.render.messages import system_prompt  # noqa: E402
+
+CHUNKS = [{"id": "a", "text": "Paris is in France.", "score": 2}, {"id": "b", "text": "Berlin.", "score": 1}]
+
+
+@pytest.mark.parametrize("name", ["default", "strict", "soft"])
+@pytest.mark.parametrize(
+    ("fmt", "present", "absent"),
+    [
+        ("numbered", ["[1]"], ["SOURCE"]),
+        ("xml", ["[1]"], ["SOURCE"]),
+        ("grouped", ["[1]"], ["SOURCE"]),
+        ("markdown", ["[1]"], ["SOURCE"]),
+        ("sources", ["[SOURCE 1]"], ["[1]", "[2, 3]"]),
+        ("minimal", [], ["[1]", "[SOURCE", "numbered", "cite"]),
+    ],
+)
+def test_grounded_prompts_ask_for_the_formats_citation_label(
+    name: str, fmt: str, present: list[str], absent: list[str]
+) -> None:
+    ctx = Assembler("qa", budget=300, format=fmt).assemble("q", CHUNKS)
+    prompt = ctx.messages(system=name)[0]["content"]
+    assert prompt == system_prompt(name, format=get_format(fmt))
+    for s in present:
+        assert s in prompt
+    for s in absent:
+        assert s not in prompt.replace("Cite", "cite") if s == "cite" else s not in prompt
+    assert "instructions" in prompt
+
+
+def test_each_format_declares_how_its_blocks_are_cited() -> None:
+    assert get_format("numbered").citation_style() == "[{n}]"
+    assert get_format("sources").citation_style() == "[SOURCE {n}]"
+    assert get_format("minimal").citation_style() is None
+    template = get_format({"type": "template", "template": "{{ blocks }}", "label_format": "<{n}>"})
+    assert template.citation_style() == "<{n}>"
+
+
+def test_the_chat_preset_prompt_does_not_ask_for_numbers() -> None:
+    ctx = Assembler("chat", budget=300).assemble("q", CHUNKS)
+    assert "[1]" not in ctx.messages()[0]["content"]
+
+
+def test_messages_emit_one_system_message_with_history_summary_and_system_turns() -> None:
+    history = [
+        {"role": "system", "content": "You are terse."},
+        *[
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "word " * 30}
+            for i in range(8)
+        ],
+        {"role": "user", "content": "latest"},
+    ]
+    asm = Assembler("qa", budget=300, history_tokens=120)
+    ctx = asm.assemble(
+        "q", CHUNKS, history=history, summarizer=lambda turns: f"{len(turns)} turns about words."
+    )
+    assert ctx.report.history is not None and ctx.report.history.summary
+    for context_in in ("user", "system"):
+        msgs = ctx.messages(context_in=context_in)  # type: ignore[arg-type]
+        roles = [m["role"] for m in msgs]
+        assert roles.count("system") == 1 and roles[0] == "system"
+        system = msgs[0]["content"]
+        assert "You are terse." in system and "turns about words." in system
+        assert msgs[-1]["role"] == "user"
+
+
+@pytest.mark.parametrize("role", ["root", "developer ", "", "function", "SYSTEM"])
+def test_history_roles_are_system_user_assistant_tool_only(role: str) -> None:
+    with pytest.raises(InputError, match=r"history\[0\]\.role must be one of system, user, assistant, tool"):
+        build_messages("C", "Q", history=[{"role": role, "content": "x"}])
+    with pytest.raises(InputError, match=r"history\[0\]\.role"):
+        Assembler("qa", budget=100, history_tokens=100).assemble(
+            "q", CHUNKS, history=[{"role": role, "content": "x"}]
+        )

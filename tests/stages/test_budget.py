@@ -137,6 +137,21 @@ def test_truncate_cuts_the_first_misfit_before_lower_ranked_chunks_take_the_room
     assert [(d.chunk_id, d.reason) for d in cut.report.dropped] == [("short", "over_budget")]
 
 
+def test_blocks_policy_drops_from_the_tail() -> None:
+    # documents ranked A (best), B (too big), C (small): the tail rule drops B and everything after it
+    chunks = chunks_from_dicts(
+        [
+            {"id": "a", "doc_id": "A", "text": "alpha " * 5, "score": 0.9},
+            {"id": "b", "doc_id": "B", "text": "beta " * 200, "score": 0.8},
+            {"id": "c", "doc_id": "C", "text": "gamma", "score": 0.7},
+        ]
+    )
+    result = TokenBudget(policy="blocks")(chunks, meter=meter(), budget=60)
+    assert [c.id for c in result.chunks] == ["a"]
+    assert {d.chunk_id for d in result.report.dropped} == {"b", "c"}
+    assert all(d.reason == "over_budget" for d in result.report.dropped)
+
+
 # -- fill: the whole budget in rank order ---------------------------------------------------------
 
 FACTS = (

@@ -307,3 +307,17 @@ def test_expansion_properties(case: tuple[dict[str, int], list[dict[str, Any]], 
 
     # Deterministic.
     assert ExpandNeighbors(window=window, factor=factor)(chunks, store=store) == result
+
+
+def test_no_store_warning_is_logged_once_per_process(caplog: pytest.LogCaptureFixture) -> None:
+    import contextwright.stages.expand as expand
+
+    expand._warned_no_store = False
+    chunks = [{"id": "a", "doc_id": "d", "index": 1, "text": "x", "score": 1}]
+    with caplog.at_level("WARNING", logger="contextwright.stages.expand"):
+        for _ in range(3):
+            ctx = Assembler("documents", budget=200).assemble("q", chunks)
+            assert any(
+                "no chunk store" in n for s in ctx.report.stages for n in s.notes
+            )  # still in every report
+    assert sum("no chunk store" in r.getMessage() for r in caplog.records) == 1

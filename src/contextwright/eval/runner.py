@@ -37,6 +37,7 @@ from contextwright.eval.metrics import (
     redundancy,
 )
 from contextwright.eval.priors import PositionalPrior, load_prior
+from contextwright.eval.reader import ReaderResult
 from contextwright.eval.strategies import Strategy, StrategyOutput, build_strategy, default_strategies
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
@@ -327,6 +328,7 @@ class EvalResult:
         notes: Strategies that ran without an optional resource, and what they lacked.
         budgets: The budgets.
         meta: Query counts, tokenizer, prior.
+        reader: What a reader model answered (:func:`~contextwright.eval.reader.evaluate_reader`), if asked.
 
     Example:
         >>> result = evaluate(queries, ["naive", "qa"], [300, 1000])
@@ -340,6 +342,7 @@ class EvalResult:
     budgets: tuple[int, ...]
     notes: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    reader: ReaderResult | None = None
 
     def summary(self, strategy: str, budget: int, subset: Subset = "all") -> Summary:
         """The summary of one strategy at one budget.
@@ -362,6 +365,7 @@ class EvalResult:
             "notes": dict(self.notes),
             "summaries": [s.to_dict() for s in self.summaries],
             "results": [r.to_dict() for r in self.results],
+            "reader": self.reader.to_dict() if self.reader is not None else None,
         }
 
 
@@ -431,6 +435,35 @@ def _work(query: EvalQuery) -> list[QueryResult]:
     )
 
 
+class _EvalCall:
+    """What each Ray actor holds for ``evaluate(engine="ray")``: the strategies, a private tokenizer, the store."""
+
+    def __init__(
+        self,
+        strategies: list[Strategy],
+        budgets: list[int],
+        tokenizer: str | Tokenizer,
+        prior: PositionalPrior,
+        resources: dict[str, Any],
+        corpus: str | None,
+    ) -> None:
+        res = dict(resources)
+        if corpus is not None:
+            res["store"] = open_corpus_store(corpus)
+        self.strategies, self.budgets, self.prior, self.resources = strategies, budgets, prior, res
+        self.tokenizer = _private(tokenizer)
+
+    def __call__(self, query: EvalQuery) -> list[QueryResult]:
+        return evaluate_query(
+            query,
+            self.strategies,
+            self.budgets,
+            tokenizer=self.tokenizer,
+            prior=self.prior,
+            resources=self.resources,
+        )
+
+
 def evaluate(
     queries: Sequence[EvalQuery],
     strategies: Sequence[str | Path | Strategy] | None = None,
@@ -442,6 +475,7 @@ def evaluate(
     corpus: str | Path | None = None,
     workers: int = 1,
     progress: Progress | None = None,
+    engine: Literal["local", "ray"] = "local",
 ) -> EvalResult:
     """Evaluate strategies on labelled queries at each budget.
 
@@ -458,8 +492,11 @@ def evaluate(
             they must be picklable.
         corpus: A chunk corpus JSONL(.gz); opens an in-memory SQLite store as
             the ``store`` resource (in each worker).
-        workers: Processes; ``1`` runs in this process.
+        workers: Processes (or Ray actors); ``1`` runs in this process.
         progress: Called with ``(queries done, total)`` after each query.
+        engine: ``local`` (processes) or ``ray``: the queries run on Ray Data
+            actors through :func:`contextwright.batch.ray_map` (``RAY_ADDRESS``
+            selects a cluster); results are the same.
 
     Returns:
         The per-query results and their summaries. A strategy that needs a
@@ -474,6 +511,8 @@ def evaluate(
         )
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer; got {workers!r}.")
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"engine must be 'local' or 'ray'; got {engine!r}.")
     budgets = tuple(dict.fromkeys(budgets))
     prior_obj = load_prior(prior)
     tok = _private(tokenizer)
@@ -502,7 +541,16 @@ def evaluate(
             notes[s.name] = note
     total = len(queries)
     collected: list[QueryResult] = []
-    if workers == 1 or total <= 1:
+    if engine == "ray":
+        from contextwright.batch import ray_map
+
+        shipped = {k: v for k, v in res.items() if not (corpus is not None and k == "store")}
+        args = (runnable, list(budgets), tokenizer, prior_obj, shipped, str(corpus) if corpus else None)
+        for done, rs in enumerate(ray_map(queries, _EvalCall, args, workers=workers, batch_size=4), 1):
+            collected.extend(rs)
+            if progress is not None:
+                progress(done, total)
+    elif workers == 1 or total <= 1:
         for done, query in enumerate(queries, 1):
             collected.extend(
                 evaluate_query(query, runnable, budgets, tokenizer=tok, prior=prior_obj, resources=res)

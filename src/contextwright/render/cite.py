@@ -6,6 +6,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from contextwright.render.format import Format
 from contextwright.types import AssembledContext, Chunk, Citation
@@ -56,6 +57,11 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 also_sources=c.also_sources,
                 index_span=_span(c),
                 spans=c.spans,
+                duplicates=c.duplicates,
+                also_at=tuple(
+                    MappingProxyType({"id": i, "source": src, "page": page, "line": line})
+                    for i, src, page, line in c.also_at
+                ),
             )
         )
     return tuple(out)
@@ -83,27 +89,54 @@ class CitationResolution:
         return not self.missing
 
 
-def parse_citation_numbers(answer: str, *, max_range: int = 1000) -> list[int]:
+def parse_citation_numbers(answer: str, *, max_range: int = 1000, blocks: int | None = None) -> list[int]:
     """Numbers cited in ``answer``: ``[1]``, ``[1, 3]``, ``[1-3]``, ``[SOURCE 2]``.
 
-    Ranges wider than ``max_range`` are ignored (a year range like
-    ``[1914-1918]`` is not a citation run).
+    Not every bracketed number is a citation. The rule:
+
+    * A number of four digits or more (``[1914]``, ``[2023]``) is a year or a
+      page, not a block number, unless the context has that many blocks
+      (``blocks``).
+    * A range ``[a-b]`` is a citation run only when both ends are plausible
+      block numbers: ``1 <= a <= b <= max(blocks + 5, 2 × blocks)``.
+      ``[1914-1918]`` and, with 3 blocks, the page range ``[112-118]`` are
+      not citations; ``[3-5]`` with 3 blocks is (4 and 5 are then reported
+      missing). Without ``blocks``, ranges wider than ``max_range`` are
+      ignored.
+    * Footnote markers (``[^2]``) and anything with other words inside the
+      brackets (``[pp. 12-15]``) never match.
+    * A single number below 1000 always counts, so a hallucinated ``[7]`` in
+      a three-block context is reported missing.
+
+    Items of a list are judged one by one: ``[1, 1914]`` cites 1.
     """
     seen: dict[int, None] = {}
+    year = max(1000, (blocks or 0) + 1)  # the smallest number that cannot be a block number
+    limit = max(blocks + 5, 2 * blocks) if blocks is not None else None
     for m in _BRACKET.finditer(answer):
         for item in _ITEM.finditer(m.group(1)):
             if item.group(3) is not None:
-                seen.setdefault(int(item.group(3)), None)
+                k = int(item.group(3))
+                if k < year:
+                    seen.setdefault(k, None)
                 continue
             lo, hi = int(item.group(1)), int(item.group(2))
-            if lo <= hi and hi - lo <= max_range:
-                for k in range(lo, hi + 1):
-                    seen.setdefault(k, None)
+            if not 1 <= lo <= hi or hi >= year:
+                continue
+            if (limit is not None and hi > limit) or (limit is None and hi - lo > max_range):
+                continue
+            for k in range(lo, hi + 1):
+                seen.setdefault(k, None)
     return list(seen)
 
 
 def resolve_citations(answer: str, ctx: AssembledContext | Sequence[Citation]) -> CitationResolution:
     """Map the citation markers in an LLM answer back to sources.
+
+    Which bracketed numbers count as citations is the rule of
+    :func:`parse_citation_numbers` with the context's block count: years,
+    page ranges and footnote markers are not citations; a plausible number
+    without a block is reported ``missing``.
 
     Args:
         answer: The model's answer text.
@@ -115,7 +148,7 @@ def resolve_citations(answer: str, ctx: AssembledContext | Sequence[Citation]) -
     """
     citations = ctx.citations if isinstance(ctx, AssembledContext) else tuple(ctx)
     by_number = {c.index: c for c in citations}
-    numbers = parse_citation_numbers(answer)
+    numbers = parse_citation_numbers(answer, blocks=len(citations))
     cited = tuple(by_number[k] for k in numbers if k in by_number)
     missing = tuple(k for k in numbers if k not in by_number)
     mentioned = set(numbers)

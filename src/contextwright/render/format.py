@@ -13,21 +13,32 @@ pieces, exactly, without tokenizing it again. It is also why each block's
 number sits on a header line of its own.
 
 Invariant 4 (boundaries cannot be forged): every format escapes, inside chunk
-text, the delimiters it uses itself — ``<chunk``/``</chunk>`` in ``xml``, a
-line starting ``[SOURCE n]`` in ``sources``, a line starting ``[n]`` in
-``numbered``/``grouped``, a heading line in ``markdown`` and blank lines in
-``minimal`` — so retrieved text cannot open a new block or close the context.
+text *and* inside every other text it renders (document summaries, titles,
+sources, sections), the delimiters it uses itself — ``<chunk``/``</chunk>``,
+``<context``, ``<summary``, ``<!--``, ``<![CDATA[``, ``<?`` in ``xml``; a line
+reading ``[SOURCE n]`` in ``sources``; a line reading ``[n]`` in
+``numbered``/``grouped``; a heading or setext underline line in ``markdown``
+and ``grouped``; blank lines in ``minimal`` — so retrieved text cannot open a
+new block or close the context. "A line reading X" is decided on the folded
+line (:mod:`contextwright.render.escape`): leading Unicode whitespace,
+zero-width, bidi and control characters are invisible and fullwidth forms
+count as their ASCII twins. Header fields are flattened to one line.
+:mod:`contextwright.render.parse` splits a context back into blocks by each
+format's grammar; the property tests check one block per citation.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError, MissingDependencyError
+from contextwright.errors import ConfigError
+from contextwright.limits import bounded, check_settings
+from contextwright.render.escape import IGNORABLE, clean, drop_blank_lines, escape_lines, oneline
+from contextwright.render.sandbox import TemplateLimits, compile_template, render_template
+from contextwright.textcheck import check_text
 from contextwright.types import Chunk
 
 __all__ = [
@@ -45,25 +56,36 @@ __all__ = [
     "get_format",
 ]
 
-_LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_BLANK_RUNS = re.compile(r"\n[ \t]*\n\s*")
-_XML_TAGS = re.compile(r"<(?=\s*/?\s*(?:chunk|context|summary|document)\b)", re.IGNORECASE)
-_NUMBER_LINE = re.compile(r"^([ \t]*)(?=\[\s*\d+\s*\])", re.MULTILINE)
-_SOURCE_LINE = re.compile(r"^([ \t]*)(?=\[\s*SOURCE\b)", re.MULTILINE | re.IGNORECASE)
-_HEADING_LINE = re.compile(r"^([ \t]*)(?=#|_Source:)", re.MULTILINE)
+# ``<`` (or a fullwidth/small form of it) that opens one of our tags, a comment,
+# a CDATA section, a declaration or a processing instruction, invisible
+# characters allowed in between: escaped as ``&lt;``.
+_XML_MARKUP = re.compile(
+    rf"[<\uff1c\ufe64](?={IGNORABLE}*(?:[!?]|/?{IGNORABLE}*(?:chunk|context|summary|document)\b))",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\[ ?\d+ ?\]")
+_SOURCE = re.compile(r"\[ ?source\b")
+_HEADING = re.compile(r"#|_source:|(?:=+|-+) ?\Z")
+# ASCII characters one of which each format's delimiters contain (escape fast path).
+_NUMBER_TRIGGERS = "["
+_HEADING_TRIGGERS = "#_=-["
 
 
-_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+def _is_number_line(folded: str) -> bool:
+    return bool(_NUMBER.match(folded))
+
+
+def _is_source_line(folded: str) -> bool:
+    return bool(_SOURCE.match(folded))
+
+
+def _is_heading_line(folded: str) -> bool:
+    return bool(_HEADING.match(folded) or _NUMBER.match(folded))
 
 
 def _clean(text: str) -> str:
-    """One kind of line break, no outer whitespace."""
-    # Membership tests are C-speed scans; most texts need no substitution.
-    if any(ch in text for ch in _ASCII_BREAKS) or (
-        not text.isascii() and ("\x85" in text or "\u2028" in text or "\u2029" in text)
-    ):
-        text = _LINEBREAKS.sub("\n", text)
-    return text.strip()
+    """One kind of line break, no outer whitespace or invisible characters."""
+    return clean(text)
 
 
 def _attr(value: object) -> str:
@@ -74,9 +96,7 @@ def _attr(value: object) -> str:
 
 
 def _oneline(value: object) -> str:
-    text = str(value)
-    # isprintable() is False for any line break or control character.
-    return text.strip() if text.isprintable() else " ".join(text.split())
+    return oneline(value)
 
 
 def _where(chunk: Chunk) -> str:
@@ -110,6 +130,14 @@ class Format:
     def label(self, n: int) -> str:
         return f"[{n}]"
 
+    def citation_style(self) -> str | None:
+        """How an answer cites block ``n`` (``"[{n}]"``), or None when blocks carry no label.
+
+        Grounded prompts ask for exactly this (see
+        :func:`contextwright.render.messages.system_prompt`).
+        """
+        return "[{n}]"
+
     def escape(self, text: str) -> str:
         return _clean(text)
 
@@ -122,7 +150,7 @@ class Format:
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         """Rendered before a block whose document differs from the previous block's."""
         if first and chunk.doc_summary:
-            return f"Summary of {_oneline(chunk.title or chunk.doc_id or chunk.source or 'document')}: {_clean(chunk.doc_summary)}\n"
+            return f"Summary of {_oneline(chunk.title or chunk.doc_id or chunk.source or 'document')}: {self.escape(chunk.doc_summary)}\n"
         return ""
 
     def block_header(self, chunk: Chunk, n: int) -> str:
@@ -170,6 +198,10 @@ class Format:
             out.append((end, None, 0))
         return out
 
+    def unrendered(self, blocks: Sequence[Chunk], *, query: str = "") -> tuple[int, ...]:
+        """Positions of blocks the rendered text does not show (only templates can leave one out)."""
+        return ()
+
     def pieces(self, blocks: Sequence[Chunk], *, query: str = "") -> list[str]:
         """The pieces of the rendered context, in order (see :meth:`layout`)."""
         return [piece for piece, _, _ in self.layout(blocks, query=query)]
@@ -196,9 +228,12 @@ class MinimalFormat(Format):
 
     name: ClassVar[str] = "minimal"
 
+    def citation_style(self) -> str | None:
+        return None  # no labels in the text: an answer cannot cite a block by number
+
     def escape(self, text: str) -> str:
         text = _clean(text)
-        return _BLANK_RUNS.sub("\n", text) if "\n" in text else text
+        return drop_blank_lines(text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,8 +243,7 @@ class NumberedFormat(Format):
     name: ClassVar[str] = "numbered"
 
     def escape(self, text: str) -> str:
-        text = _clean(text)
-        return _NUMBER_LINE.sub(r"\1\\", text) if "[" in text else text
+        return escape_lines(_clean(text), _is_number_line, triggers=_NUMBER_TRIGGERS)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         bits = [b for b in (_oneline(chunk.title) if chunk.title else "", _where(chunk)) if b]
@@ -244,7 +278,9 @@ class XmlFormat(Format):
 
     def escape(self, text: str) -> str:
         text = _clean(text)
-        return _XML_TAGS.sub("&lt;", text) if "<" in text else text
+        if "<" in text or (not text.isascii() and ("\uff1c" in text or "\ufe64" in text)):
+            return _XML_MARKUP.sub("&lt;", text)
+        return text
 
     def frame_start(self) -> str:
         return "<context>\n" if self.wrap else ""
@@ -281,14 +317,14 @@ class GroupedFormat(Format):
     groups: ClassVar[bool] = True
 
     def escape(self, text: str) -> str:
-        return _HEADING_LINE.sub(r"\1\\", _NUMBER_LINE.sub(r"\1\\", _clean(text)))
+        return escape_lines(_clean(text), _is_heading_line, triggers=_HEADING_TRIGGERS)
 
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         title = _oneline(chunk.title or chunk.doc_id or chunk.source or chunk.id)
         src = f" ({_oneline(chunk.source)})" if chunk.source and chunk.source != chunk.title else ""
         head = f"## Document: {title}{src}\n"
         if first and chunk.doc_summary:
-            head += f"Summary: {_clean(chunk.doc_summary)}\n"
+            head += f"Summary: {self.escape(chunk.doc_summary)}\n"
         return head
 
     def block_header(self, chunk: Chunk, n: int) -> str:
@@ -312,9 +348,11 @@ class SourcesFormat(Format):
     def label(self, n: int) -> str:
         return f"[SOURCE {n}]"
 
+    def citation_style(self) -> str | None:
+        return "[SOURCE {n}]"
+
     def escape(self, text: str) -> str:
-        text = _clean(text)
-        return _SOURCE_LINE.sub(r"\1\\", text) if "[" in text else text
+        return escape_lines(_clean(text), _is_source_line, triggers=_NUMBER_TRIGGERS)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         name = _oneline(chunk.source or chunk.title or chunk.doc_id or chunk.id)
@@ -333,7 +371,7 @@ class MarkdownFormat(Format):
     name: ClassVar[str] = "markdown"
 
     def escape(self, text: str) -> str:
-        return _HEADING_LINE.sub(r"\1\\", _clean(text))
+        return escape_lines(_clean(text), _is_heading_line, triggers=_HEADING_TRIGGERS)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         title = _oneline(chunk.title or chunk.source or chunk.doc_id or "")
@@ -391,20 +429,33 @@ class LeanFormat(NumberedFormat):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TemplateFormat(Format):
-    """A user template, rendered in a sandboxed Jinja2 environment.
+    """A user template, rendered in a bounded, sandboxed Jinja2 environment.
 
     The template receives ``blocks`` (each with ``n``, ``label``, ``text``
     (escaped), ``raw_text``, ``id``, ``doc_id``, ``source``, ``title``,
-    ``section``, ``page``, ``line``, ``score``, ``summary``) and ``query``.
+    ``section``, ``summary`` (escaped with ``escape_as``; the unescaped
+    values as ``raw_title``, ``raw_source``, ``raw_section``,
+    ``raw_summary``), ``page``, ``line``, ``score``) and ``query``.
     A template's token count is not additive, so the pipeline verifies the
-    final string with the tokenizer.
+    final string with the tokenizer. A block whose ``text``/``raw_text`` the
+    template never reads is not rendered: it is dropped (``not_rendered``)
+    and gets no citation.
+
+    Rendering is bounded (see :mod:`contextwright.render.sandbox`): values and
+    output of at most ``max_output_chars`` characters, at most ``max_steps``
+    executed template lines (loop iterations, recursion) and ``timeout_s``
+    seconds; beyond them, or on a sandbox violation or runtime error,
+    :class:`~contextwright.errors.ConfigError`.
 
     Args:
-        template: The Jinja2 template source.
+        template: The Jinja2 template source (at most 100,000 characters).
         escape_as: Which built-in escaping to apply to chunk text: ``xml``
             (tags), ``markdown`` (heading lines), ``numbered`` (``[n]`` lines),
             ``sources`` (``[SOURCE n]`` lines) or ``none``.
         label_format: How block ``n`` is cited, e.g. ``"[{n}]"``.
+        max_output_chars: Largest output (and intermediate value) in characters.
+        max_steps: Most template lines executed in one render.
+        timeout_s: Longest render in seconds.
 
     Example:
         >>> TemplateFormat(template="{% for b in blocks %}<doc n={{b.n}}>{{b.text}}</doc>\\n{% endfor %}")
@@ -415,6 +466,9 @@ class TemplateFormat(Format):
     template: str = ""
     escape_as: Literal["xml", "markdown", "numbered", "sources", "none"] = "xml"
     label_format: str = "[{n}]"
+    max_output_chars: int = bounded(1_000_000, 10_000_000)
+    max_steps: int = bounded(1_000_000, 100_000_000)
+    timeout_s: float = bounded(2.0, 60.0)
 
     def __post_init__(self) -> None:
         if not isinstance(self.template, str) or not self.template:
@@ -422,62 +476,115 @@ class TemplateFormat(Format):
                 f"TemplateFormat.template must be the Jinja2 template source (a non-empty string); "
                 f"got {self.template!r}."
             )
+        if len(self.template) > MAX_TEMPLATE_CHARS:
+            raise ConfigError(
+                f"TemplateFormat.template has {len(self.template):,} characters, over the limit of "
+                f"{MAX_TEMPLATE_CHARS:,}."
+            )
         if self.escape_as not in _ESCAPES:
             raise ConfigError(
                 f"TemplateFormat.escape_as must be one of {', '.join(_ESCAPES)}; got {self.escape_as!r}."
             )
         if not isinstance(self.label_format, str) or "{n}" not in self.label_format:
             raise ConfigError(f"TemplateFormat.label_format must contain '{{n}}'; got {self.label_format!r}.")
-        _compile(self.template)
+        for name in ("max_output_chars", "max_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"TemplateFormat.{name} must be a positive integer; got {value!r}.")
+        if (
+            isinstance(self.timeout_s, bool)
+            or not isinstance(self.timeout_s, (int, float))
+            or not self.timeout_s > 0
+        ):
+            raise ConfigError(f"TemplateFormat.timeout_s must be a positive number; got {self.timeout_s!r}.")
+        check_settings(
+            type(self),
+            {f: getattr(self, f) for f in ("max_output_chars", "max_steps", "timeout_s")},
+            where="TemplateFormat",
+        )
+        check_text(self.template, "TemplateFormat.template", error=ConfigError)
+        compile_template(self.template)
 
     def label(self, n: int) -> str:
         return self.label_format.format(n=n)
+
+    def citation_style(self) -> str | None:
+        return self.label_format
 
     def escape(self, text: str) -> str:
         if self.escape_as == "none":
             return _clean(text)
         return get_format(self.escape_as).escape(text)
 
+    def _field(self, value: str | None) -> str | None:
+        """A header field as the template shows it: one line, escaped like the text."""
+        return None if value is None else self.escape(_oneline(value))
+
+    def _render(self, blocks: Sequence[Chunk], query: str) -> tuple[str, set[int]]:
+        read: set[int] = set()
+        items = [
+            _Block(
+                read,
+                n,
+                {
+                    "n": n,
+                    "label": self.label(n),
+                    "text": self.escape(c.text),
+                    "raw_text": c.text,
+                    "id": c.id,
+                    "doc_id": c.doc_id,
+                    "source": self._field(c.source),
+                    "title": self._field(c.title),
+                    "section": self._field(c.section),
+                    "summary": self.escape(c.doc_summary) if c.doc_summary else c.doc_summary,
+                    "raw_source": c.source,
+                    "raw_title": c.title,
+                    "raw_section": c.section,
+                    "raw_summary": c.doc_summary,
+                    "page": c.page,
+                    "line": c.line,
+                    "score": c.score,
+                },
+            )
+            for n, c in enumerate(blocks, 1)
+        ]
+        limits = TemplateLimits(
+            max_output_chars=self.max_output_chars, max_steps=self.max_steps, timeout_s=float(self.timeout_s)
+        )
+        return render_template(self.template, limits, blocks=items, query=query), read
+
     def layout(self, blocks: Sequence[Chunk], *, query: str = "") -> list[tuple[str, Chunk | None, int]]:
         if not blocks:
             return []
-        items = [
-            {
-                "n": n,
-                "label": self.label(n),
-                "text": self.escape(c.text),
-                "raw_text": c.text,
-                "id": c.id,
-                "doc_id": c.doc_id,
-                "source": c.source,
-                "title": c.title,
-                "section": c.section,
-                "page": c.page,
-                "line": c.line,
-                "score": c.score,
-                "summary": c.doc_summary,
-            }
-            for n, c in enumerate(blocks, 1)
-        ]
-        text = _compile(self.template).render(blocks=items, query=query)
+        text, _ = self._render(blocks, query)
         return [(text, None, 0)] if text else []
+
+    def unrendered(self, blocks: Sequence[Chunk], *, query: str = "") -> tuple[int, ...]:
+        if not blocks:
+            return ()
+        _, read = self._render(blocks, query)
+        return tuple(i for i in range(len(blocks)) if i + 1 not in read)
+
+
+class _Block(dict[str, Any]):
+    """A block as a template sees it; records whether the template read its text."""
+
+    __slots__ = ("_n", "_read")
+
+    def __init__(self, read: set[int], n: int, fields: dict[str, Any]) -> None:
+        super().__init__(fields)
+        self._read = read
+        self._n = n
+
+    def __getitem__(self, key: str) -> Any:
+        if key in ("text", "raw_text"):
+            self._read.add(self._n)
+        return super().__getitem__(key)
 
 
 _ESCAPES = ("xml", "markdown", "numbered", "sources", "none")
-
-
-@functools.lru_cache(maxsize=64)
-def _compile(template: str) -> Any:
-    try:
-        from jinja2 import TemplateSyntaxError
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-    except ImportError as exc:
-        raise MissingDependencyError("jinja2 is needed for templates: pip install jinja2") from exc
-    env = ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
-    try:
-        return env.from_string(template)
-    except TemplateSyntaxError as exc:
-        raise ConfigError(f"TemplateFormat.template: line {exc.lineno}: {exc.message}") from None
+#: Longest template source accepted.
+MAX_TEMPLATE_CHARS = 100_000
 
 
 _FORMATS: dict[str, type[Format]] = {

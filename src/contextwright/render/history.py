@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextwright.errors import ConfigError, HistoryBudgetError, InputError
-from contextwright.render.messages import Message
+from contextwright.render.messages import Message, check_role
+from contextwright.textcheck import check_text
 
 __all__ = ["SUMMARY_PREFIX", "HistoryResult", "trim_history"]
 
@@ -104,6 +105,8 @@ def trim_history(
         role, content = turn.get("role"), turn.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
             raise InputError(f"history[{i}] must have string 'role' and 'content'; got {dict(turn)!r}.")
+        check_role(role, f"history[{i}].role")
+        check_text(content, f"history[{i}].content")
         turns.append({"role": role, "content": content})
     costs = [tokenizer.count(t["content"]) + per_message for t in turns]
     last_user = max((i for i, t in enumerate(turns) if t["role"] == "user"), default=None)

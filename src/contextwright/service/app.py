@@ -35,17 +35,22 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     import contextwright
     from contextwright.service import middleware, problems, routes, schemas
     from contextwright.service.assemblers import Assemblers, open_resources
+    from contextwright.service.lifecycle import Lifecycle
     from contextwright.service.metrics import Metrics
     from contextwright.service.runner import Runner
+    from contextwright.service.security import ApiKeys
 
     cfg = config if config is not None else ServiceConfig.load()
+    keys = ApiKeys.from_file(cfg.api_keys_file) if cfg.api_keys_file else None
     assemblers = Assemblers(cfg, open_resources(cfg))
     models = schemas.request_models(cfg)
-    runner = Runner(cfg)
     metrics = Metrics()
+    runner = Runner(cfg, metrics)
+    lifecycle = Lifecycle(cfg.drain_grace_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
+        lifecycle.install()  # SIGTERM drains (under uvicorn)
         yield
         runner.shutdown()
 
@@ -53,15 +58,23 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
         title="contextwright",
         version=contextwright.__version__,
         description="Context assembly for RAG: exact token budgets, dedup, ordering, citations.",
-        responses=problems.responses(400, 413, 422, 500),
+        responses=problems.responses(*_answers(cfg)),
         lifespan=lifespan,
     )
     app.state.config, app.state.assemblers, app.state.registry = cfg, assemblers, metrics.registry
-    middleware.add_middleware(app, cfg, metrics)
+    middleware.add_middleware(app, cfg, metrics, lifecycle, keys)
     problems.add_handlers(app)
     routes.build_default_assembler(cfg, models, assemblers)
-    routes.add_routes(app, cfg, models, assemblers, metrics, runner)
+    routes.add_routes(app, cfg, models, assemblers, metrics, runner, lifecycle)
+    middleware.setup_access_log(cfg)
     return app
+
+
+def _answers(cfg: ServiceConfig) -> tuple[int, ...]:
+    """The problem statuses any route may answer with these settings."""
+    keys = (401,) if cfg.api_keys_file else ()
+    rate = (429,) if cfg.rate_limit_per_s > 0 else ()
+    return (400, *keys, 408, 413, 422, *rate, 500, 503)
 
 
 def _require_extra() -> None:

@@ -42,6 +42,14 @@ class Metrics:
         self.chunks = prom.Counter(
             "contextwright_chunks_in", "Input chunks received.", registry=self.registry
         )
+        self.timeouts = prom.Counter(
+            "contextwright_assembly_timeouts", "Assemblies answered 504 (timeout_s).", registry=self.registry
+        )
+        self.cancelled = prom.Counter(
+            "contextwright_assemblies_cancelled",
+            "Assemblies stopped at a stage boundary after their timeout.",
+            registry=self.registry,
+        )
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(route, method, str(status)).inc()

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 __all__ = [
     "PHRASES",
     "PROBLEM_JSON",
+    "VALID_KEYS",
+    "BodyTimeout",
     "BodyTooLarge",
     "Failure",
     "Loc",
@@ -41,17 +43,24 @@ PROBLEM_JSON = "application/problem+json"
 
 PHRASES = {
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
+    408: "Request Timeout",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
     504: "Gateway Timeout",
 }
 
 Loc = list[str | int]
+
+#: The top-level keys of each endpoint's request body (filled by the routes), named
+#: in the problem for an unknown key.
+VALID_KEYS: dict[str, list[str]] = {}
 
 
 def problem_body(
@@ -91,11 +100,20 @@ class BodyTooLarge(StarletteHTTPException):
         self.limit = limit
 
 
+class BodyTimeout(StarletteHTTPException):
+    """Raised while reading a body that has not arrived within ``body_timeout_s``."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(408, f"request body not received within {timeout_s:g} s")
+        self.timeout_s = timeout_s
+
+
 def body_too_large(limit: int) -> str:
     return f"request body exceeds the limit of {limit} bytes (max_body_bytes); send fewer or shorter chunks."
 
 
 _CHUNK_PATH = re.compile(r"^chunks\[(\d+)\](?:\.((?:metadata\.)?\w+))?")
+_HISTORY_PATH = re.compile(r"^history\[(\d+)\](?:\.(\w+))?")
 _STAGE_PATH = re.compile(r"^stages\[(\d+)\]")
 
 
@@ -103,6 +121,11 @@ def input_loc(message: str) -> Loc:
     """The field path an InputError message names (``chunks[3].score`` -> body/chunks/3/score)."""
     m = _CHUNK_PATH.match(message)
     if not m:
+        h = _HISTORY_PATH.match(message)
+        if h:
+            return ["body", "history", int(h.group(1)), *([h.group(2)] if h.group(2) else [])]
+        if message.startswith("query "):
+            return ["body", "query"]
         return ["body", "chunks"]
     loc: Loc = ["body", "chunks", int(m.group(1))]
     if m.group(2):
@@ -168,7 +191,11 @@ def add_handlers(app: FastAPI) -> None:
         errors: list[dict[str, Any]] = []
         for e in exc.errors():
             loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
-            errors.append({"loc": loc, "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))})
+            msg = str(e.get("msg", ""))
+            valid = VALID_KEYS.get(request.url.path)
+            if e.get("type") == "extra_forbidden" and len(loc) == 2 and valid:
+                msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
+            errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
         first_loc: Loc = errors[0]["loc"] if errors else ["body"]
         first_msg = errors[0]["msg"] if errors else "invalid request"
         path = ".".join(str(p) for p in first_loc)
@@ -182,6 +209,14 @@ def add_handlers(app: FastAPI) -> None:
         if isinstance(exc, BodyTooLarge):
             return problem_response(
                 problem_body(413, "body-too-large", body_too_large(exc.limit), loc=["body"])
+            )
+        if isinstance(exc, BodyTimeout):
+            detail = (
+                f"the request body did not arrive within {exc.timeout_s:g} s (body_timeout_s); "
+                "send it at once."
+            )
+            return problem_response(
+                problem_body(408, "body-timeout", detail, loc=["body"]), headers={"connection": "close"}
             )
         code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 import contextwright
 from contextwright.errors import (
+    AssemblyCancelled,
     BudgetError,
     ConfigError,
     ContextwrightError,
@@ -20,8 +21,9 @@ from contextwright.errors import (
     StoreError,
 )
 from contextwright.service.assemblers import Assemblers
+from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
-from contextwright.service.problems import Failure, Loc, input_loc, responses
+from contextwright.service.problems import VALID_KEYS, Failure, Loc, input_loc, responses
 from contextwright.service.runner import Runner
 from contextwright.service.schemas import (
     AssembleResponse,
@@ -87,7 +89,9 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             "this server has no default (set CONTEXTWRIGHT_BUDGET or CONTEXTWRIGHT_MODEL).",
             ["body", "budget"],
         )
+    check_strings(req)
     assembler = assemblers.get(options)
+    check_work(len(req.chunks), assembler.pipeline, cfg)
     chunks = [c.model_dump(exclude_none=True) for c in req.chunks]
     history = [t.model_dump() for t in req.history] if req.history is not None else None
     if history is not None and req.history_tokens <= 0:
@@ -111,6 +115,8 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
         raise Failure(422, "invalid-option", str(exc), where) from None
     except StoreError as exc:
         raise Failure(503, "store-unavailable", str(exc)) from None
+    except AssemblyCancelled:
+        raise  # its request has had its 504 already; the runner counts it
     except ContextwrightError as exc:
         raise Failure(422, "assembly-failed", str(exc)) from None
     metrics.observe_context(ctx)
@@ -121,10 +127,48 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
     return dumps(out)
 
 
+def check_strings(req: Any) -> None:
+    """Refuse a lone surrogate anywhere in the request, naming where (422 ``invalid-text``).
+
+    JSON may spell one (``"\\ud800"``); it is not valid Unicode, so it would fail
+    later in a hash, a tokenizer or the response encoder.
+    """
+    from contextwright.types import check_tree
+
+    try:
+        check_tree(req.model_dump(), "body")
+    except InputError as exc:
+        where = str(exc).split(" ", 1)[0]
+        loc: Loc = [
+            int(p) if p.isdigit() else p for p in where.replace("[", ".").replace("]", "").split(".") if p
+        ]
+        raise Failure(422, "invalid-text", str(exc), loc) from None
+
+
+def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig) -> None:
+    """Refuse a request whose work (chunks × Σ stage work) exceeds ``max_request_work``."""
+    from contextwright.limits import stage_work
+
+    per_chunk = sum(stage_work(s) for s in pipeline.stages)
+    work = chunks * per_chunk
+    if work > cfg.max_request_work:
+        heavy = ", ".join(f"{s.name} ({stage_work(s):,})" for s in pipeline.stages if stage_work(s) > 1)
+        raise Failure(
+            422,
+            "too-much-work",
+            f"this request asks for {work:,} units of work ({chunks} chunks × {per_chunk:,} per chunk"
+            f"{'; ' + heavy if heavy else ''}), over this server's max_request_work of "
+            f"{cfg.max_request_work:,}; send fewer chunks or lower the stages' work settings "
+            "(num_perm, window).",
+            ["body", "config"],
+        )
+
+
 def resolve(req: Any) -> bytes:
     """Answer one ``/v1/citations/resolve`` request."""
     from contextwright.render.cite import resolve_citations
 
+    check_strings(req)
     if (req.citations is None) == (req.context is None):
         raise Failure(
             422,
@@ -172,6 +216,7 @@ def add_routes(
     assemblers: Assemblers,
     metrics: Metrics,
     runner: Runner,
+    lifecycle: Lifecycle,
 ) -> None:
     """Register the endpoints on ``app``."""
     from contextwright.config import list_presets
@@ -179,6 +224,8 @@ def add_routes(
 
     AssembleRequest = models.AssembleRequest
     ResolveRequest = models.ResolveRequest
+    VALID_KEYS["/v1/assemble"] = sorted(AssembleRequest.model_fields)
+    VALID_KEYS["/v1/citations/resolve"] = sorted(ResolveRequest.model_fields)
 
     @app.post(
         "/v1/assemble",
@@ -199,9 +246,22 @@ def add_routes(
     async def resolve_endpoint(req: ResolveRequest) -> Any:  # type: ignore[valid-type]
         return Response(resolve(req), media_type="application/json")
 
-    @app.get("/healthz", response_model=Health, summary="Liveness")
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "Draining after SIGTERM."}},
+        summary="Liveness (and readiness: 503 while draining)",
+    )
     async def healthz() -> Any:
-        return {"status": "ok", "version": contextwright.__version__, "assemblers": len(assemblers)}
+        body = {
+            "status": "draining" if lifecycle.draining else "ok",
+            "version": contextwright.__version__,
+            "assemblers": len(assemblers),
+            "in_flight": lifecycle.in_flight,
+        }
+        return Response(
+            dumps(body), status_code=503 if lifecycle.draining else 200, media_type="application/json"
+        )
 
     @app.get(
         "/metrics",

@@ -73,6 +73,10 @@ class CitationOut(BaseModel):
         description="Character offsets (start, end) into the chunk's input text of what the block "
         "shows, when a stage cut it; empty when the block shows the text whole.",
     )
+    duplicates: list[str] = Field(default_factory=list, description="Ids of copies folded into the block.")
+    also_at: list[dict[str, Any]] = Field(
+        default_factory=list, description="Where each folded copy was: id, source, page, line."
+    )
 
 
 class DropOut(BaseModel):
@@ -207,9 +211,10 @@ class Problem(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, or draining after SIGTERM (then the status code is 503).")
     version: str
-    assemblers: int
+    assemblers: int = Field(description="Assemblers built and cached in this worker process.")
+    in_flight: int = Field(0, description="Requests being answered by this worker process.")
 
 
 # -- requests (limits from the app's settings) ---------------------------------------
@@ -239,7 +244,9 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
         """One conversation turn."""
 
         model_config = ConfigDict(extra="forbid", strict=True)
-        role: str = Field(max_length=50, description="system, user, assistant, tool, ...")
+        role: Literal["system", "user", "assistant", "tool"] = Field(
+            description="system, user, assistant or tool."
+        )
         content: str = Field(max_length=max_text)
 
     class ChunkIn(BaseModel):
@@ -344,13 +351,21 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
 
 
 def dumps(obj: Any) -> bytes:
-    """Encode a response body (orjson when installed, else the standard library)."""
+    """Encode a response body (orjson when installed, else the standard library).
+
+    Never fails on text: a string that is not valid Unicode (a lone surrogate in
+    an error's field path) is written with ``\\u`` escapes instead of giving a 500.
+    """
     if _orjson is not None:
         try:
             return _orjson.dumps(obj)  # type: ignore[no-any-return]
-        except TypeError:  # e.g. an integer beyond 64 bits in user metadata
+        except TypeError:  # e.g. an integer beyond 64 bits in user metadata, or a lone surrogate
             pass
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def _load_orjson() -> Any:

@@ -43,12 +43,33 @@ class ServiceConfig:
             (:func:`contextwright.stores.open_store`: ``sqlite:///chunks.db``,
             ``postgresql://...``).
         max_assemblers: How many distinct configurations to keep assemblers for.
+        max_request_work: Most work one request may ask for: its number of chunks
+            times the sum of its stages' work settings (``num_perm``, ``window``,
+            ...; see :mod:`contextwright.limits`). 422 ``too-much-work`` above.
         allow_templates: Accept ``{"type": "template"}`` formats from requests
             (a template can burn CPU, so it is off by default).
         allow_network_stages: Accept request stages with URL/endpoint settings
             (e.g. an LLM compressor); off by default so that a request cannot
             make the server call arbitrary hosts.
         log_level: uvicorn's log level.
+        api_keys_file: A file of API keys, one per line (``KEY``, ``NAME KEY``, or
+            ``NAME sha256:HEX`` to keep only the key's hash on the server; ``#``
+            comments). When set, every request needs ``Authorization: Bearer KEY``
+            (401 otherwise). A relative path in a TOML file is relative to that file.
+        open_healthz: With keys, ``/healthz`` still answers without one (for probes).
+        open_metrics: With keys, ``/metrics`` still answers without one.
+        rate_limit_per_s: Requests per second each key (or, without keys, each
+            client address) may make; ``0`` turns the limit off. Over it: 429 with
+            ``Retry-After``.
+        rate_limit_burst: Requests a key may make at once before the rate applies
+            (the token bucket's size).
+        cors_origins: Origins allowed to call the service from a browser
+            (``https://app.example.com``; ``*`` for any); default none.
+        access_log: Write one JSON line per request to the ``contextwright.access``
+            logger (request id, key id, method, path, status, ms).
+        drain_grace_s: After SIGTERM, how long in-flight requests may take to finish
+            while new ones get 503.
+        body_timeout_s: A request body must arrive within this many seconds (408 after).
 
     Example:
         >>> cfg = ServiceConfig.load("service.toml")      # then CONTEXTWRIGHT_* variables
@@ -72,26 +93,48 @@ class ServiceConfig:
     order: str | None = None
     store_url: str | None = None
     max_assemblers: int = 64
+    max_request_work: int = 500_000
     allow_templates: bool = False
     allow_network_stages: bool = False
     log_level: str = "info"
+    api_keys_file: str | None = None
+    open_healthz: bool = True
+    open_metrics: bool = False
+    rate_limit_per_s: float = 0.0
+    rate_limit_burst: int = 20
+    cors_origins: tuple[str, ...] = ()
+    access_log: bool = True
+    drain_grace_s: float = 10.0
+    body_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         positive = ("port", "workers", "max_body_bytes", "max_chunks", "max_text_chars", "max_query_chars")
-        for name in (*positive, "threads", "max_assemblers"):
+        for name in (*positive, "threads", "max_assemblers", "max_request_work", "rate_limit_burst"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"service setting {name!r} must be a positive integer; got {value!r}.")
         if self.port > 65535:
             raise ConfigError(f"service setting 'port' must be at most 65535; got {self.port!r}.")
-        if (
-            isinstance(self.timeout_s, bool)
-            or not isinstance(self.timeout_s, (int, float))
-            or self.timeout_s <= 0
-        ):
+        for name in ("timeout_s", "drain_grace_s", "body_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(
+                    f"service setting {name!r} must be a positive number of seconds; got {value!r}."
+                )
+        rate = self.rate_limit_per_s
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < float("inf"):
             raise ConfigError(
-                f"service setting 'timeout_s' must be a positive number of seconds; got {self.timeout_s!r}."
+                f"service setting 'rate_limit_per_s' must be a number >= 0 (0: no limit); got {rate!r}."
             )
+        origins = self.cors_origins
+        if isinstance(origins, str):
+            origins = tuple(o.strip() for o in origins.split(",") if o.strip())
+        if not isinstance(origins, (list, tuple)) or not all(isinstance(o, str) for o in origins):
+            raise ConfigError(
+                f"service setting 'cors_origins' must be a list of origins such as "
+                f"['https://app.example.com']; got {origins!r}."
+            )
+        object.__setattr__(self, "cors_origins", tuple(origins))
         if self.budget is not None and (
             isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0
         ):
@@ -138,7 +181,9 @@ class ServiceConfig:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is not None:
+            if isinstance(value, tuple):
+                out[ENV_PREFIX + f.name.upper()] = ",".join(value)
+            elif value is not None:
                 out[ENV_PREFIX + f.name.upper()] = (
                     str(value).lower() if isinstance(value, bool) else str(value)
                 )
@@ -155,8 +200,11 @@ _INT_FIELDS = {
     "threads",
     "budget",
     "max_assemblers",
+    "max_request_work",
+    "rate_limit_burst",
 }
-_BOOL_FIELDS = {"allow_templates", "allow_network_stages"}
+_FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s"}
+_BOOL_FIELDS = {"allow_templates", "allow_network_stages", "open_healthz", "open_metrics", "access_log"}
 
 
 def _coerce(name: str, raw: str, where: str) -> Any:
@@ -169,11 +217,13 @@ def _coerce(name: str, raw: str, where: str) -> Any:
             return int(text.replace("_", ""))
         except ValueError:
             raise ConfigError(f"{where} must be an integer; got {raw!r}.") from None
-    if name == "timeout_s":
+    if name in _FLOAT_FIELDS:
         try:
             return float(text)
         except ValueError:
-            raise ConfigError(f"{where} must be a number of seconds; got {raw!r}.") from None
+            raise ConfigError(f"{where} must be a number; got {raw!r}.") from None
+    if name == "cors_origins":
+        return tuple(o.strip() for o in text.split(",") if o.strip())
     if name in _BOOL_FIELDS:
         if text.lower() in ("1", "true", "yes", "on"):
             return True
@@ -200,4 +250,8 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             f"service config {str(path)!r} has unknown key(s) {unknown}; valid: {', '.join(fields)}."
         )
-    return {k: v for k, v in table.items() if k in fields}
+    values = {k: v for k, v in table.items() if k in fields}
+    keys = values.get("api_keys_file")
+    if isinstance(keys, str) and keys and not Path(keys).is_absolute():
+        values["api_keys_file"] = str(path.parent / keys)  # relative to the TOML file
+    return values

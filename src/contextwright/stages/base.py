@@ -15,12 +15,14 @@ calls the constructor; no stage writes its own ``to_dict``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from contextwright.errors import ConfigError
-from contextwright.types import Chunk, StageResult
+from contextwright.limits import check_settings
+from contextwright.types import Chunk, StageResult, check_tree
 
 __all__ = [
     "Stage",
@@ -54,6 +56,7 @@ def register_stage(cls: S) -> S:
         raise ConfigError(f"{cls.__name__} needs a class attribute 'name' to be registered.")
     if not dataclasses.is_dataclass(cls):
         raise ConfigError(f"{cls.__name__} must be a frozen dataclass to be registered.")
+    _guard_init(cls)
     with _LOCK:
         existing = _STAGES.get(name)
         if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
@@ -63,6 +66,31 @@ def register_stage(cls: S) -> S:
             )
         _STAGES[name] = cls
     return cls
+
+
+def _guard_init(cls: type[Any]) -> None:
+    """Check every setting's bound (and lone surrogates) around the stage's own ``__init__``.
+
+    ``work`` settings are checked before it (an absurd ``num_perm`` is refused
+    before anything is allocated for it), the others after it, so the stage's
+    own, more specific message ("ratio must be between 0 and 1") wins where it
+    has one (see :mod:`contextwright.limits`).
+    """
+    init = cls.__init__
+    if getattr(init, "_bounds_checked", False):
+        return
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **settings: Any) -> None:
+        check_settings(cls, settings, work_only=True)
+        for key, value in settings.items():
+            if isinstance(value, (str, tuple, list, Mapping)):
+                check_tree(value, f"{cls.name}.{key}", error=ConfigError)
+        init(self, *args, **settings)
+        check_settings(cls, settings)
+
+    __init__._bounds_checked = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__
 
 
 def registered_stages() -> dict[str, type[Any]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from contextwright.errors import ConfigError
+from contextwright.limits import bounded
 from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.spans import compose
@@ -66,7 +67,10 @@ class TokenBudget:
       cut at the budget does with its last chunk, except that the kept part
       is the one about the query, it ends at a sentence end, and it is cited.
     * ``blocks``: whole documents (all their chunks, with their header) ranked
-      by their best chunk; a document that does not fit is dropped whole.
+      by their best chunk, taken in rank order until the first one that does
+      not fit; it and every lower-ranked document are dropped whole (the
+      lowest-relevance trailing blocks go first, never a better document for
+      a smaller worse one).
 
     The ``fill`` window: of the windows of whole sentences that fit, the one
     whose sentences contain the most query terms, each term weighted by its
@@ -96,7 +100,7 @@ class TokenBudget:
     requires: ClassVar[tuple[str, ...]] = ("meter", "budget")
     optional: ClassVar[tuple[str, ...]] = ("query",)
     policy: Policy = "greedy"
-    min_truncated_tokens: int = 24
+    min_truncated_tokens: int = bounded(24, 100_000)
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
@@ -228,15 +232,20 @@ class TokenBudget:
             groups.setdefault(c.group_key, []).append(c)
         kept: set[str] = set()
         drops: list[Drop] = []
+        full = False
         for members in groups.values():
             cost = meter.doc_cost(members[0]) + sum(meter.block_cost(c, n) for c in members)
-            if cost <= room:
+            if not full and cost <= room:
                 kept.update(c.id for c in members)
                 room -= cost
-            else:
-                drops.extend(
-                    Drop(c.id, "over_budget", detail=f"document block of {cost} tokens") for c in members
-                )
+                continue
+            detail = (
+                f"document block of {cost} tokens"
+                if not full
+                else f"document block after the first misfit ({cost} tokens)"
+            )
+            full = True
+            drops.extend(Drop(c.id, "over_budget", detail=detail) for c in members)
         out = [c for c in chunks if c.id in kept]
         return StageResult.of(self.name, chunks, out, dropped=drops)
 

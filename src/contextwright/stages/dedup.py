@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from contextwright.errors import ConfigError, InputError, missing_extra
+from contextwright.limits import bounded
 from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.types import Change, Chunk, Drop, StageResult
@@ -80,7 +81,7 @@ def _exact_key(text: str) -> bytes:
 
 
 def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
-    """The survivor, remembering the dropped copy's id and source for its citation."""
+    """The survivor, remembering the dropped copy's id, source, page and line for its citation."""
     sources = list(survivor.also_sources)
     for src in (dropped.source, *dropped.also_sources):
         if src and src != survivor.source and src not in sources:
@@ -88,7 +89,13 @@ def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
     dups = survivor.duplicates + tuple(
         i for i in (dropped.id, *dropped.duplicates) if i not in survivor.duplicates
     )
-    return replace(survivor, duplicates=dups, also_sources=tuple(sources))
+    known = {a[0] for a in survivor.also_at}
+    also_at = survivor.also_at + tuple(
+        a
+        for a in ((dropped.id, dropped.source, dropped.page, dropped.line), *dropped.also_at)
+        if a[0] not in known
+    )
+    return replace(survivor, duplicates=dups, also_sources=tuple(sources), also_at=also_at)
 
 
 @register_stage
@@ -223,7 +230,7 @@ class OverlapDedup:
     name: ClassVar[str] = "overlap_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ("meter",)
-    min_overlap_chars: int = 20
+    min_overlap_chars: int = bounded(20, 1_000_000)
 
     def __post_init__(self) -> None:
         m = self.min_overlap_chars
@@ -479,12 +486,12 @@ class NearDedup:
 
     name: ClassVar[str] = "near_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
-    threshold: float = 0.9
-    shingle_size: int = 3
+    threshold: float = bounded(0.9, 1.0)
+    shingle_size: int = bounded(3, 64)
     method: Literal["auto", "exact", "minhash"] = "auto"
-    minhash_above: int = 200
-    num_perm: int = 64
-    seed: int = 1
+    minhash_above: int = bounded(200, 1_000_000)
+    num_perm: int = bounded(64, 1_024, work=True)
+    seed: int = bounded(1, 2**32 - 1)
 
     def __post_init__(self) -> None:
         t = self.threshold
@@ -645,7 +652,7 @@ class SemanticDedup:
     name: ClassVar[str] = "semantic_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[tuple[str, ...]] = ("embedder",)
-    threshold: float = 0.92
+    threshold: float = bounded(0.92, 1.0)
     use_chunk_embeddings: bool = True
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from contextwright.errors import ConfigError, StoreError
+from contextwright.limits import bounded
 from contextwright.stages.base import register_stage
 from contextwright.types import Chunk, StageResult
 
@@ -25,6 +26,9 @@ __all__ = ["ExpandNeighbors", "with_expansion"]
 logger = logging.getLogger(__name__)
 
 MAX_WINDOW = 3
+
+
+_warned_no_store = False
 
 
 @register_stage
@@ -67,10 +71,10 @@ class ExpandNeighbors:
     # Optional so that presets with expansion (``documents``) still run without
     # a store: the report then says that nothing was expanded and why.
     optional: ClassVar[tuple[str, ...]] = ("store",)
-    window: int = 1
-    factor: float = 0.5
+    window: int = bounded(1, 64, work=True)
+    factor: float = bounded(0.5, 1.0)
     strict: bool = False
-    timeout_s: float | None = 2.0
+    timeout_s: float | None = bounded(2.0, 600.0)
 
     def __post_init__(self) -> None:
         if (
@@ -116,7 +120,13 @@ class ExpandNeighbors:
                 notes.append("window 0: expansion disabled")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
         if store is None:
-            logger.warning("expand stage has no chunk store; nothing expanded", extra={"chunks": len(inputs)})
+            global _warned_no_store
+            if not _warned_no_store:  # once per process; every report still carries the note
+                _warned_no_store = True
+                logger.warning(
+                    "expand stage has no chunk store; nothing expanded (logged once per process)",
+                    extra={"chunks": len(inputs)},
+                )
             notes.append("no chunk store configured (pass store= to the Assembler); nothing expanded")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from contextwright.errors import ConfigError
+from contextwright.limits import bounded
 from contextwright.stages.base import register_stage
 from contextwright.types import Chunk, Drop, StageResult
 
@@ -32,7 +33,7 @@ class MinScoreFilter:
 
     name: ClassVar[str] = "min_score"
     requires: ClassVar[tuple[str, ...]] = ()
-    min_score: float = 0.0
+    min_score: float = bounded(0.0, 1e9)
 
     def __post_init__(self) -> None:
         if (
@@ -62,7 +63,7 @@ class TopKFilter:
 
     name: ClassVar[str] = "top_k"
     requires: ClassVar[tuple[str, ...]] = ()
-    k: int = 20
+    k: int = bounded(20, 100_000)
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 0:

@@ -44,11 +44,13 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
     best = min(run, key=lambda c: (-c.score, c.rank))
     ids: list[str] = []
     dups: list[str] = []
+    also_at: list[tuple[str, str | None, int | None, int | None]] = []
     sources: list[str] = []
     ops: list[str] = []
     for c in run:
         ids.extend(i for i in c.member_ids if i not in ids)
         dups.extend(i for i in c.duplicates if i not in dups)
+        also_at.extend(a for a in c.also_at if a not in also_at)
         for src in (c.source, *c.also_sources):
             if src and src != first.source and src not in sources:
                 sources.append(src)
@@ -67,6 +69,7 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
         chunk_ids=tuple(ids),
         duplicates=tuple(dups),
         also_sources=tuple(sources),
+        also_at=tuple(also_at),
         metadata=MappingProxyType(meta),
         embedding=None,
         spans=(),
@@ -81,7 +84,7 @@ class GroupMerge:
 
     Neighbouring chunks shown as separate blocks cost a header each, split
     sentences across citations and read as fragments. This stage groups
-    chunks by document (``doc_id``; chunks without one stand alone), orders
+    chunks by document (``doc_id``, else ``source``; chunks with neither stand alone), orders
     each group by ``index`` and merges every run of consecutive indices into
     one passage (see :func:`merge_run`) with one header and one citation that
     carries every chunk id and the index span. Run it after
@@ -122,7 +125,7 @@ class GroupMerge:
         drops: list[Drop] = []
         added: list[str] = []
         for members in groups.values():
-            if members[0].doc_id is None:
+            if members[0].doc_key is None:
                 out_groups.append(((-members[0].score, members[0].rank), members))
                 continue
             members = sorted(members, key=lambda c: (c.index is None, c.index or 0, c.rank))

@@ -1,0 +1,190 @@
+"""What a reader sees at the start of a line, and how formats escape it.
+
+Invariant 4 (boundaries cannot be forged) is decided line by line: a line of
+chunk text must not *read as* one of the format's delimiters. A reader — a
+person or an LLM — does not see leading no-break spaces (U+00A0), ideographic
+spaces (U+3000), zero-width characters (U+200B), bidi controls (U+202E,
+U+2066) or control characters, and reads fullwidth ``［２］`` as ``[2]``. So
+"could this line be a delimiter" is asked of the *folded* line: leading
+ignorable characters removed, runs of them collapsed to one space, NFKC
+compatibility forms mapped to their plain form, case folded.
+
+*Ignorable* means: Unicode ``White_Space``, control characters (``Cc``),
+format characters (``Cf``: zero-width, bidi, BOM, soft hyphen),
+``Default_Ignorable_Code_Point`` (Hangul fillers, variation selectors, ...)
+and the Braille blank (U+2800), which renders as a blank cell.
+
+A delimiter line is escaped by a backslash before its first visible
+character (``\\[2]``, ``\\### [5]``), which keeps the text readable and makes
+the line start with a character no format uses for a delimiter. A line that
+is only ignorable characters reads as a blank line and is dropped where blank
+lines are delimiters (``minimal``).
+
+The same folding drives the block parsers in :mod:`contextwright.render.parse`,
+which split a rendered context by the format's own grammar; the tests check
+that the two agree (one parsed block per citation) for hostile texts.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+
+__all__ = [
+    "IGNORABLE",
+    "clean",
+    "drop_blank_lines",
+    "escape_lines",
+    "fold",
+    "is_blank",
+    "visible",
+    "oneline",
+    "split_indent",
+]
+
+#: The ignorable code points as inclusive ranges: ``White_Space``, ``Cc``,
+#: ``Cf``, ``Default_Ignorable_Code_Point`` and U+2800. Spelled out (rather than
+#: ``\p{...}`` classes of the ``regex`` package) because stdlib ``re`` matches an
+#: explicit class several times faster; ``tests/render/test_escape.py`` checks the
+#: table against the Unicode properties.
+IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0009), (0x000B, 0x0020), (0x007F, 0x00A0), (0x00AD, 0x00AD), (0x034F, 0x034F),
+    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
+    (0x08E2, 0x08E2), (0x115F, 0x1160), (0x1680, 0x1680), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x206F), (0x2800, 0x2800), (0x3000, 0x3000),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+_CLASS_BODY = "".join(
+    re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in IGNORABLE_RANGES
+)
+#: One ignorable character, ``\n`` excluded (see the module docstring): a ``re`` class.
+IGNORABLE = f"[{_CLASS_BODY}]"
+_IGNORABLE_SET = frozenset(chr(c) for a, b in IGNORABLE_RANGES for c in range(a, b + 1)) | {"\n"}
+
+_ASCII_IGNORABLE = "".join(chr(c) for c in range(0x21) if c != 0x0A) + "\n\x7f"
+_IGN_RUN = re.compile(IGNORABLE + "+")
+_LEAD = re.compile(IGNORABLE + "*")
+_LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_PROBE_CHARS = 96  # a delimiter is recognized from the start of its line
+
+
+def clean(text: str) -> str:
+    """One kind of line break (``\\n``), no ignorable characters at either end."""
+    # Membership tests are memchr-speed scans (a regex class search is ~20x slower);
+    # most texts need no substitution.
+    if any(ch in text for ch in _ASCII_BREAKS) or (
+        not text.isascii() and ("\x85" in text or "\u2028" in text or "\u2029" in text)
+    ):
+        text = _LINEBREAKS.sub("\n", text)
+    text = text.strip()
+    if not text or (text[0] not in _IGNORABLE_SET and text[-1] not in _IGNORABLE_SET):
+        return text
+    # Invisible characters at either end go too, unless nothing visible is left
+    # (input validation rejects such texts; a Chunk built by hand keeps them).
+    start, end = 0, len(text)
+    while start < end and text[start] in _IGNORABLE_SET:
+        start += 1
+    while end > start and text[end - 1] in _IGNORABLE_SET:
+        end -= 1
+    return text[start:end] or text
+
+
+def oneline(value: object) -> str:
+    """``value`` as one line: every line break and ignorable run becomes one space."""
+    text = str(value)
+    if text.isascii() and text.isprintable():
+        return text.strip()
+    return _IGN_RUN.sub(" ", _LINEBREAKS.sub(" ", text).replace("\n", " ")).strip()
+
+
+def split_indent(line: str) -> tuple[str, str]:
+    """``(leading ignorable characters, the rest)`` of one line."""
+    m = _LEAD.match(line)
+    end = m.end() if m else 0
+    return line[:end], line[end:]
+
+
+def fold(line: str) -> str:
+    """How the start of ``line`` reads: ignorables collapsed, NFKC, case folded."""
+    _, rest = split_indent(line)
+    head = _IGN_RUN.sub(" ", rest[: _PROBE_CHARS * 4])[:_PROBE_CHARS]
+    if not head.isascii():
+        head = _IGN_RUN.sub(" ", unicodedata.normalize("NFKC", head))
+    return head.casefold()
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` has a character a reader can see (not only ignorable ones)."""
+    stripped = text.strip(_ASCII_IGNORABLE)  # C speed; nearly every text ends here
+    if not stripped:
+        return False
+    return stripped[0] not in _IGNORABLE_SET or any(ch not in _IGNORABLE_SET for ch in stripped)
+
+
+def is_blank(line: str) -> bool:
+    """Whether ``line`` reads as a blank line (nothing but ignorable characters)."""
+    m = _LEAD.match(line)
+    return m is None or m.end() == len(line)
+
+
+# Characters whose NFKC form starts with an ASCII delimiter character (computed
+# over every code point once; see the tests), so a line can be picked out by
+# its first visible character without folding every line.
+_COMPAT = {
+    "[": "\ufe47\uff3b",
+    "#": "\ufe5f\uff03",
+    "_": "\ufe33\ufe34\ufe4d\ufe4e\ufe4f\uff3f",
+    "=": "\u207c\u208c\u2a75\u2a76\ufe66\uff1d",
+    "-": "\ufe63\uff0d",
+    "<": "\ufe64\uff1c",
+}
+
+
+@functools.lru_cache(maxsize=64)
+def _line_starts(triggers: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(indent at the start of the text, ``\\n`` + indent of a later line), before a trigger."""
+    chars = re.escape("".join(t + _COMPAT.get(t, "") for t in triggers))
+    # The second pattern starts with a literal "\n", which the regex engine finds with a
+    # fast scan; a MULTILINE "^" would be tried at every position of the text.
+    return re.compile(rf"{IGNORABLE}*+(?=[{chars}])"), re.compile(rf"\n{IGNORABLE}*+(?=[{chars}])")
+
+
+_BLANK_LINES = re.compile(rf"\n(?:{IGNORABLE}*+\n)+")
+
+
+def escape_lines(text: str, is_delimiter: Callable[[str], bool], *, triggers: str) -> str:
+    """Put a backslash before the first visible character of every delimiter line.
+
+    Args:
+        text: Cleaned text (``\\n`` line breaks, see :func:`clean`).
+        is_delimiter: Called with a candidate line's :func:`fold`; True when
+            the line would read as one of the format's delimiters.
+        triggers: The ASCII characters a delimiter can start with; only lines
+            whose first visible character is one of them (or a compatibility
+            form of one) are folded and tested.
+    """
+    if text.isascii() and not any(t in text for t in triggers):
+        return text
+    first, later = _line_starts(triggers)
+
+    def escaped(m: re.Match[str]) -> str:
+        end = text.find("\n", m.end())
+        rest = text[m.end() : end if end >= 0 else len(text)]
+        return f"{m.group()}\\" if is_delimiter(fold(rest)) else m.group()
+
+    m = first.match(text)
+    head = escaped(m) if m else ""
+    start = m.end() if m else 0
+    if "\n" not in text:
+        return head + text[start:] if m and len(head) != m.end() else text
+    return head + later.sub(escaped, text[start:]) if m else later.sub(escaped, text)
+
+
+def drop_blank_lines(text: str) -> str:
+    """Remove the lines of cleaned ``text`` that read as blank (``minimal``'s delimiter)."""
+    return str(_BLANK_LINES.sub("\n", text)) if "\n" in text else text

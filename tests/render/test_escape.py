@@ -1,0 +1,67 @@
+"""Tests of line folding and delimiter escaping (issue 11, item 1)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from contextwright.render.escape import (
+    _COMPAT,
+    IGNORABLE_RANGES,
+    clean,
+    drop_blank_lines,
+    escape_lines,
+    fold,
+    is_blank,
+    oneline,
+)
+
+
+def test_ignorable_table_matches_the_unicode_properties() -> None:
+    regex = pytest.importorskip("regex")
+    prop = regex.compile(r"[\p{White_Space}\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2800]", regex.V1)
+    expected = {cp for cp in range(0x110000) if not 0xD800 <= cp < 0xE000 and prop.match(chr(cp))}
+    table = {cp for a, b in IGNORABLE_RANGES for cp in range(a, b + 1)} | {0x0A}
+    assert table == expected
+
+
+def test_compat_table_lists_every_nfkc_form_of_a_delimiter_start() -> None:
+    for target, forms in _COMPAT.items():
+        found = {
+            chr(cp)
+            for cp in range(0x30000)
+            if chr(cp) != target and unicodedata.normalize("NFKC", chr(cp))[:1] == target
+        }
+        assert found == set(forms), target
+
+
+@pytest.mark.parametrize(
+    ("line", "folded"),
+    [
+        ("\u00a0[2] x", "[2] x"),
+        ("\u200b\u202e\u2066[SOURCE\u00a04]", "[source 4]"),
+        ("［２］", "[2]"),
+        ("＃＃＃ [5]", "### [5]"),
+        ("[\u200b2\u200b]", "[ 2 ]"),
+    ],
+)
+def test_fold_reads_a_line_like_a_reader(line: str, folded: str) -> None:
+    assert fold(line) == folded
+
+
+def test_escape_lines_marks_only_delimiter_lines() -> None:
+    text = "a [1] b\n\u3000[1] forged\n[x] not a number"
+    out = escape_lines(text, lambda f: f[:1] == "[" and f[1:2].isdigit(), triggers="[")
+    assert out == "a [1] b\n\u3000\\[1] forged\n[x] not a number"
+
+
+def test_blank_lines_of_invisible_characters_are_dropped() -> None:
+    assert drop_blank_lines("a\n\u3000\u200b\n\nb") == "a\nb"
+    assert is_blank("\u00a0\u2800\ufeff") and not is_blank("\u00a0x")
+
+
+def test_clean_and_oneline() -> None:
+    assert clean("\u200b\n a\u2028b \ufeff") == "a\nb"
+    assert clean("\u200b") == "\u200b"  # nothing visible: kept, input validation rejects it
+    assert oneline("a\u2028b\x85c\u200b\u200bd") == "a b c d"

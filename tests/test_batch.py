@@ -1,0 +1,186 @@
+"""Batch assembly: local processes and a real local Ray (no mocks) give the same rows, in order."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from contextwright.batch import BatchSettings, RowAssembler, assemble_many, read_rows, run_batch
+from contextwright.cli import app
+from contextwright.errors import ConfigError, InputError
+
+REPO = Path(__file__).resolve().parents[1]
+BAD_CHUNK = json.dumps({"id": "bad-1", "question": "x?", "chunks": [{"score": 1.0}]})
+NOT_JSON = "{this is not json"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def queries_file(tmp_path_factory: pytest.TempPathFactory, dev_queries: list[dict[str, Any]]) -> Path:
+    """12 real dev queries with a bad chunk row and a non-JSON line in the middle, gzipped."""
+    lines = [json.dumps(q) for q in dev_queries[:12]]
+    lines[4:4] = [BAD_CHUNK, NOT_JSON]
+    path = tmp_path_factory.mktemp("batch") / "queries.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def parquet_file(queries_file: Path) -> Path:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(line) for line in read_rows(queries_file) if line.startswith("{") and line != NOT_JSON]
+    path = queries_file.with_name("queries.parquet")
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def local_out(queries_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "out.jsonl"
+    stats = run_batch(queries_file, out, workers=1, budget=500)
+    assert (stats.rows, stats.errors) == (12, 2)
+    return out
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_rows_keep_input_order_and_fields(local_out: Path, dev_queries: list[dict[str, Any]]) -> None:
+    recs = _records(local_out)
+    assert [r["id"] for r in recs] == [q["id"] for q in dev_queries[:12]]
+    assert set(recs[0]) == {"id", "text", "tokens", "citations", "report"}
+    assert all(0 < r["tokens"] <= 500 for r in recs)
+    assert all("ms" not in s for r in recs for s in r["report"]["stages"])  # deterministic by default
+
+
+def test_error_rows_are_recorded_with_id_and_message_never_fatal(local_out: Path) -> None:
+    errors = _records(Path(str(local_out) + ".errors.jsonl"))
+    assert [e["id"] for e in errors] == ["bad-1", ""]
+    assert "InputError: chunks[0] has no text" in errors[0]["error"]
+    assert "not valid JSON" in errors[1]["error"] and errors[1]["input"] == NOT_JSON
+
+
+def test_two_processes_equal_one_and_open_their_own_store(
+    queries_file: Path, local_out: Path, tmp_path: Path, corpus_path: Path
+) -> None:
+    out = tmp_path / "two.jsonl"
+    run_batch(queries_file, out, workers=2, budget=500, batch_size=3)
+    assert out.read_bytes() == local_out.read_bytes()
+    # with a store and expansion, each worker opens its own connection from the URL
+    from contextwright.stores import SQLiteStore
+
+    with SQLiteStore(tmp_path / "nq.db") as store:
+        store.load_jsonl(corpus_path)
+    url = f"sqlite:///{tmp_path / 'nq.db'}"
+    rows = list(read_rows(queries_file))[:4]
+    one = list(assemble_many(rows, workers=1, budget=800, store=url, expand=1))
+    two = list(assemble_many(rows, workers=2, budget=800, store=url, expand=1, batch_size=1))
+    assert one == two
+    assert any(s["stage"] == "expand" and s["added"] for r in one for s in r.record["report"]["stages"])  # type: ignore[index]
+
+
+def test_bad_settings_fail_before_any_row(queries_file: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="budget"):
+        list(assemble_many([], preset="qa"))
+    with pytest.raises(ConfigError, match="engine"):
+        run_batch(queries_file, tmp_path / "o.jsonl", engine="spark", budget=10)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="does not exist"):
+        run_batch(tmp_path / "missing.jsonl", tmp_path / "o.jsonl", budget=10)
+
+
+def test_row_assembler_accepts_query_objects() -> None:
+    row = RowAssembler(BatchSettings(budget=50))({"query": "q", "chunks": [{"text": "alpha beta"}]})
+    assert row.ok and row.record is not None and row.record["tokens"] > 0 and row.id == ""
+
+
+def test_parquet_round_trip_matches_jsonl(parquet_file: Path, local_out: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out.parquet"
+    stats = run_batch(parquet_file, out, workers=1, budget=500)
+    assert (stats.rows, stats.errors) == (12, 1)  # the non-JSON line cannot be in Parquet
+    table = pq.read_table(out)
+    assert table.column_names == ["id", "text", "tokens", "citations", "report"]
+    back = [
+        {**r, "citations": json.loads(r["citations"]), "report": json.loads(r["report"])}
+        for r in table.to_pylist()
+    ]
+    assert back == _records(local_out)
+
+
+def test_cli_batch_writes_output_and_errors(queries_file: Path, local_out: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cli.jsonl.gz"
+    result = runner.invoke(app, ["batch", str(queries_file), str(out), "--workers", "1", "--budget", "500"])
+    assert result.exit_code == 0, result.output
+    assert "assembled 12 rows" in result.stdout and "2 error rows" in result.stdout
+    assert gzip.decompress(out.read_bytes()) == local_out.read_bytes()
+    bad = runner.invoke(app, ["batch", str(queries_file), str(out), "--engine", "spark"])
+    assert bad.exit_code == 2 and "--engine must be local or ray" in bad.output
+
+
+def test_import_and_other_commands_never_load_ray() -> None:
+    code = (
+        "import sys, contextwright, contextwright.batch, contextwright.cli, contextwright.eval\n"
+        "assert not [m for m in sys.modules if m == 'ray' or m.startswith(('ray.', 'pyarrow'))], 'ray loaded'\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+# -- a real local Ray ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Iterator[Any]:
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.pop("RAY_ADDRESS", None)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_engine_equals_local_jsonl_and_parquet(
+    ray_session: Any, queries_file: Path, parquet_file: Path, local_out: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ray.jsonl"
+    stats = run_batch(queries_file, out, engine="ray", workers=2, budget=500, batch_size=3)
+    assert (stats.rows, stats.errors, stats.engine) == (12, 2, "ray")
+    assert out.read_bytes() == local_out.read_bytes()
+    assert (
+        Path(str(out) + ".errors.jsonl").read_bytes() == Path(str(local_out) + ".errors.jsonl").read_bytes()
+    )
+    local_pq, ray_pq = tmp_path / "l.parquet", tmp_path / "r.parquet"
+    run_batch(parquet_file, local_pq, workers=1, budget=500)
+    run_batch(parquet_file, ray_pq, engine="ray", workers=1, budget=500)
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(ray_pq).to_pylist() == pq.read_table(local_pq).to_pylist()
+
+
+def test_eval_engine_ray_equals_local(ray_session: Any, dev_queries: list[dict[str, Any]]) -> None:
+    from contextwright.eval import evaluate, query_from_dict
+
+    queries = [query_from_dict(q) for q in dev_queries[:6]]
+    local = evaluate(queries, ["naive", "qa"], [300])
+    on_ray = evaluate(queries, ["naive", "qa"], [300], engine="ray", workers=2)
+
+    def strip(r: Any) -> dict[str, Any]:
+        return {k: v for k, v in r.to_dict().items() if k != "latency_ms"}
+
+    assert [strip(r) for r in on_ray.results] == [strip(r) for r in local.results]
