@@ -153,7 +153,7 @@ def test_presets_command_lists_every_preset() -> None:
     data = json.loads(result.stdout)
     assert set(data) == set(list_presets()) and data["qa"]["format"] == "lean"
     table = runner.invoke(app, ["presets"])
-    assert "auto_order" in table.stdout and "tight" in table.stdout
+    assert "lost_in_the_middle_order" in table.stdout and "tight" in table.stdout
 
 
 def test_models_command_lists_the_registry() -> None:
