@@ -23,7 +23,8 @@ from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOr
 @pytest.mark.parametrize(
     ("preset", "fmt", "order"),
     [
-        ("qa", "xml", "auto_order"),
+        ("qa", "lean", "lost_in_the_middle_order"),
+        ("tight", "lean", "lost_in_the_middle_order"),
         ("citations", "numbered", "score_order"),
         ("chat", "minimal", "score_order"),
         ("summarize", "grouped", "chronological_order"),
