@@ -19,6 +19,8 @@ from contextwright.errors import ConfigError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
+from contextwright.stages.fusion import Fuse, is_named_lists
+from contextwright.telemetry import span
 from contextwright.tokens import CachedTokenizer
 from contextwright.types import (
     AssembledContext,
@@ -106,6 +108,18 @@ class Plan:
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
 
+def _attributes(report: StageReport) -> dict[str, Any]:
+    """A stage report as span attributes (OpenTelemetry)."""
+    return {
+        "contextwright.chunks_in": report.chunks_in,
+        "contextwright.chunks_out": report.chunks_out,
+        "contextwright.tokens_in": report.tokens_in if report.tokens_in is not None else -1,
+        "contextwright.tokens_out": report.tokens_out if report.tokens_out is not None else -1,
+        "contextwright.dropped": len(report.dropped),
+        "contextwright.ms": round(report.ms, 3),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """An ordered list of stages and the format they render into.
@@ -161,13 +175,27 @@ class Pipeline:
             budget: The documents budget in tokens (>= 0).
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
+
+        ``chunks`` may also be named ranked lists, ``{"bm25": [...], "dense": [...]}``:
+        they are fused first, by the pipeline's ``fuse`` stage or the default
+        :class:`~contextwright.stages.fusion.Fuse`.
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs, fused = self._inputs(chunks)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
-            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
+            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
         start = time.perf_counter()
-        blocks, text, total, drops = self._fit(current, meter, budget, query)
+        with span("contextwright.stage.render", **{"contextwright.stage": "render"}) as sp:
+            blocks, text, total, drops = self._fit(current, meter, budget, query)
+            if sp is not None:
+                sp.set_attributes(
+                    {
+                        "contextwright.chunks_in": len(current),
+                        "contextwright.chunks_out": len(blocks),
+                        "contextwright.tokens_out": total,
+                        "contextwright.dropped": len(drops),
+                    }
+                )
         reports.append(
             StageReport(
                 stage="render",
@@ -200,6 +228,16 @@ class Pipeline:
             tokenizer=tokenizer.name,
         )
 
+    def _inputs(self, chunks: Any) -> tuple[tuple[Chunk, ...], StageResult | None]:
+        """One list of chunks, fusing named lists first (with the pipeline's ``fuse`` stage)."""
+        if not is_named_lists(chunks):
+            return chunks_from_dicts(chunks), None
+        fuser = next((s for s in self.stages if isinstance(s, Fuse)), None) or Fuse()
+        start = time.perf_counter()
+        result = fuser.fuse(chunks)
+        ms = (time.perf_counter() - start) * 1000
+        return result.chunks, replace(result, report=replace(result.report, ms=ms))
+
     def _run_stages(
         self,
         query: str,
@@ -208,6 +246,7 @@ class Pipeline:
         tokenizer: CachedTokenizer,
         budget: int,
         resources: Mapping[str, Any] | None,
+        fused: StageResult | None = None,
     ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
         """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
         if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
@@ -226,7 +265,12 @@ class Pipeline:
         tokens_now = meter.total_tokens(current)
         input_tokens = tokens_now
         reports: list[StageReport] = []
+        if fused is not None:
+            reports.append(replace(fused.report, tokens_in=tokens_now, tokens_out=tokens_now))
+            self._trace(reports[-1])
         for stage in self.stages:
+            if fused is not None and isinstance(stage, Fuse):
+                continue  # already fused above, before every other stage
             needs = {}
             for key in getattr(stage, "requires", ()):
                 if key not in env:
@@ -239,13 +283,23 @@ class Pipeline:
             for key in getattr(stage, "optional", ()):
                 if key in env:
                     needs[key] = env[key]
-            start = time.perf_counter()
-            result: StageResult = stage(current, **needs)
-            ms = (time.perf_counter() - start) * 1000
-            tokens_out = meter.total_tokens(result.chunks)
-            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            with span(f"contextwright.stage.{stage.name}", **{"contextwright.stage": stage.name}) as sp:
+                start = time.perf_counter()
+                result: StageResult = stage(current, **needs)
+                ms = (time.perf_counter() - start) * 1000
+                tokens_out = meter.total_tokens(result.chunks)
+                reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+                if sp is not None:
+                    sp.set_attributes(_attributes(reports[-1]))
             current, tokens_now = result.chunks, tokens_out
         return meter, current, reports, input_tokens, tokens_now
+
+    @staticmethod
+    def _trace(report: StageReport) -> None:
+        """A span for a step that ran outside the stage loop (fusion)."""
+        with span(f"contextwright.stage.{report.stage}", **{"contextwright.stage": report.stage}) as sp:
+            if sp is not None:
+                sp.set_attributes(_attributes(report))
 
     def plan(
         self,
@@ -264,9 +318,9 @@ class Pipeline:
         the render may still drop a block if the exact count of the final
         string differs (see :meth:`run`).
         """
-        inputs = chunks_from_dicts(chunks)
+        inputs, fused = self._inputs(chunks)
         meter, current, reports, input_tokens, _ = self._run_stages(
-            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
+            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
         n = len(current)
         docs: set[str] = set()

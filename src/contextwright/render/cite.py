@@ -56,6 +56,7 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 also_sources=c.also_sources,
                 index_span=_span(c),
                 spans=c.spans,
+                provenance=c.provenance,
             )
         )
     return tuple(out)

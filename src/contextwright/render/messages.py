@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from contextwright.errors import InputError
 
@@ -12,7 +12,7 @@ __all__ = ["PROMPTS", "Message", "build_messages", "system_prompt"]
 
 class Message(TypedDict):
     role: str
-    content: str
+    content: Any  # a string; a list of text blocks when cache breakpoints are marked
 
 
 PROMPTS: dict[str, str] = {
@@ -49,23 +49,56 @@ def build_messages(
     system: str | None = "default",
     history: Sequence[Mapping[str, str]] = (),
     context_in: Literal["system", "user"] = "user",
+    tools: str = "",
+    cache: bool = False,
+    stable_chars: int | None = None,
 ) -> list[Message]:
     """``[system?, *history, user]`` with the context where asked.
+
+    ``tools`` (the rendered tool-output section) goes just before the context.
+    With ``cache``, the message holding the context gets Anthropic-style
+    content blocks with ``cache_control`` breakpoints after its first
+    ``stable_chars`` characters of context (the stable prefix) and at the end
+    of the context.
 
     Raises:
         InputError: for a history turn without a string ``role`` and ``content``.
     """
     messages: list[Message] = []
     prompt = system_prompt(system) if system else ""
+    lead = f"Tool outputs:\n{tools}\n\n" if tools else ""
     if context_in == "system":
-        prompt = f"{prompt}\n\nContext:\n{context}" if prompt else f"Context:\n{context}"
-    if prompt:
+        head = f"{prompt}\n\n{lead}Context:\n" if prompt else f"{lead}Context:\n"
+        if cache:
+            messages.append({"role": "system", "content": _blocks(head, context, "", stable_chars)})
+        else:
+            messages.append({"role": "system", "content": head + context})
+    elif prompt:
         messages.append({"role": "system", "content": prompt})
     for i, turn in enumerate(history):
         role, content = turn.get("role"), turn.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
             raise InputError(f"history[{i}] must have string 'role' and 'content'; got {dict(turn)!r}.")
         messages.append({"role": role, "content": content})
-    user = f"Context:\n{context}\n\nQuestion: {query}" if context_in == "user" else query
-    messages.append({"role": "user", "content": user})
+    if context_in == "user" and cache:
+        blocks = _blocks(f"{lead}Context:\n", context, f"\n\nQuestion: {query}", stable_chars)
+        messages.append({"role": "user", "content": blocks})
+    else:
+        user = f"{lead}Context:\n{context}\n\nQuestion: {query}" if context_in == "user" else query
+        messages.append({"role": "user", "content": user})
     return messages
+
+
+def _blocks(head: str, context: str, tail: str, stable_chars: int | None) -> list[dict[str, Any]]:
+    """Text blocks whose concatenation is ``head + context + tail``, breakpoints after the stable prefix and the context."""
+    mark = {"type": "ephemeral"}
+    cut = stable_chars if stable_chars and 0 < stable_chars < len(context) else None
+    out: list[dict[str, Any]] = []
+    if cut is not None:
+        out.append({"type": "text", "text": head + context[:cut], "cache_control": mark})
+        out.append({"type": "text", "text": context[cut:], "cache_control": mark})
+    else:
+        out.append({"type": "text", "text": head + context, "cache_control": mark})
+    if tail:
+        out.append({"type": "text", "text": tail})
+    return out
