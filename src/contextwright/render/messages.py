@@ -55,7 +55,8 @@ def build_messages(
 ) -> list[Message]:
     """``[system?, *history, user]`` with the context where asked.
 
-    ``tools`` (the rendered tool-output section) goes just before the context.
+    ``tools`` (the rendered tool-output section) goes just after the context:
+    tool outputs change every turn, so they stay out of the cacheable prefix.
     With ``cache``, the message holding the context gets Anthropic-style
     content blocks with ``cache_control`` breakpoints after its first
     ``stable_chars`` characters of context (the stable prefix) and at the end
@@ -66,13 +67,13 @@ def build_messages(
     """
     messages: list[Message] = []
     prompt = system_prompt(system) if system else ""
-    lead = f"Tool outputs:\n{tools}\n\n" if tools else ""
+    after = f"\n\nTool outputs:\n{tools}" if tools else ""
     if context_in == "system":
-        head = f"{prompt}\n\n{lead}Context:\n" if prompt else f"{lead}Context:\n"
+        head = f"{prompt}\n\nContext:\n" if prompt else "Context:\n"
         if cache:
-            messages.append({"role": "system", "content": _blocks(head, context, "", stable_chars)})
+            messages.append({"role": "system", "content": _blocks(head, context, after, stable_chars)})
         else:
-            messages.append({"role": "system", "content": head + context})
+            messages.append({"role": "system", "content": head + context + after})
     elif prompt:
         messages.append({"role": "system", "content": prompt})
     for i, turn in enumerate(history):
@@ -81,10 +82,10 @@ def build_messages(
             raise InputError(f"history[{i}] must have string 'role' and 'content'; got {dict(turn)!r}.")
         messages.append({"role": role, "content": content})
     if context_in == "user" and cache:
-        blocks = _blocks(f"{lead}Context:\n", context, f"\n\nQuestion: {query}", stable_chars)
+        blocks = _blocks("Context:\n", context, f"{after}\n\nQuestion: {query}", stable_chars)
         messages.append({"role": "user", "content": blocks})
     else:
-        user = f"{lead}Context:\n{context}\n\nQuestion: {query}" if context_in == "user" else query
+        user = f"Context:\n{context}{after}\n\nQuestion: {query}" if context_in == "user" else query
         messages.append({"role": "user", "content": user})
     return messages
 
