@@ -27,7 +27,7 @@ __all__ = ["QueryItem", "read_items"]
 class QueryItem:
     """One assembly job read from input: an optional id and query, and its chunks."""
 
-    chunks: list[Mapping[str, Any]]
+    chunks: list[Mapping[str, Any]] | Mapping[str, list[Mapping[str, Any]]]
     query: str = ""
     id: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -50,9 +50,12 @@ def _item(obj: Any, where: str) -> QueryItem:
     if not isinstance(obj, Mapping):
         raise InputError(f"{where} must be a JSON object; got {type(obj).__name__}.")
     chunks = obj.get("chunks")
-    if not isinstance(chunks, list):
+    if not isinstance(chunks, list) and not (
+        isinstance(chunks, Mapping) and chunks and all(isinstance(v, list) for v in chunks.values())
+    ):
         raise InputError(
-            f"{where}.chunks must be a list of chunk objects; got {type(chunks).__name__}. "
+            f"{where}.chunks must be a list of chunk objects, or an object of named ranked lists "
+            f'({{"bm25": [...], "dense": [...]}}); got {type(chunks).__name__}. '
             'Expected {"question": "...", "chunks": [{"text": "..."}]}.'
         )
     query = obj.get("query", obj.get("question", ""))
@@ -88,6 +91,10 @@ def read_items(path: str | Path, *, limit: int | None = None) -> Iterator[QueryI
             raise InputError(f"input {str(path)!r} is not valid JSON: {exc}.") from None
         if isinstance(data, list):
             yield QueryItem(chunks=data)
+        elif isinstance(data, Mapping) and "chunks" not in data and data and all(
+            isinstance(v, list) for v in data.values()
+        ):
+            yield QueryItem(chunks=data)  # named ranked lists, fused by the assembler
         else:
             yield _item(data, "input")
         return

@@ -6,7 +6,8 @@ relevance (Carbonell & Goldstein, SIGIR 1998),
 
     MR(c) = λ · rel(c) − (1 − λ) · max_{s ∈ selected} cos(c, s)
 
-where ``rel`` is the chunk's score min-max scaled to 0-1 over the candidates
+where ``rel`` is the chunk's score as a share of the best score (min-max
+scaled to 0-1 when some score is negative)
 and ``cos`` the cosine of their embeddings (the vectors chunks carry, else
 the ``embedder`` resource). It is token-aware: among the candidates that
 still fit, it takes the one with the highest gain per token,
@@ -51,14 +52,17 @@ class MMRBudget:
     requires: ClassVar[tuple[str, ...]] = ("meter", "budget")
     optional: ClassVar[tuple[str, ...]] = ("embedder",)
     lambda_mult: float = 0.7
-    per_token: bool = True
+    cost_exponent: float = 1.0
 
     def __post_init__(self) -> None:
         v = self.lambda_mult
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
             raise ConfigError(f"mmr lambda_mult must be a number from 0 to 1; got {v!r}.")
-        if not isinstance(self.per_token, bool):
-            raise ConfigError(f"mmr per_token must be true or false; got {self.per_token!r}.")
+        r = self.cost_exponent
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or not 0 <= r <= 2:
+            raise ConfigError(
+                f"mmr cost_exponent must be a number from 0 (classic MMR) to 2; got {r!r}. 1 = per token."
+            )
 
     def __call__(
         self, chunks: Sequence[Chunk], /, *, meter: Meter, budget: int, embedder: Any = None
@@ -70,9 +74,12 @@ class MMRBudget:
         n = len(chunks)
         scores = [c.score for c in chunks]
         lo, hi = min(scores), max(scores)
-        rel = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
+        if lo >= 0 and hi > 0:  # scores on a ratio scale (BM25, fused, cosine > 0): a share of the best
+            rel = [s / hi for s in scores]
+        else:
+            rel = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
         room = budget - meter.frame_cost()
-        lam = float(self.lambda_mult)
+        lam, r = float(self.lambda_mult), float(self.cost_exponent)
         max_sim = [0.0] * n  # to the selected set; nothing selected yet
         candidates = set(range(n))
         chosen: list[int] = []
@@ -85,7 +92,7 @@ class MMRBudget:
                 if cost > room:
                     continue
                 mr = lam * rel[i] - (1 - lam) * max_sim[i] if chosen else lam * rel[i]
-                value = (mr + 1 - lam) / max(cost, 1) if self.per_token else mr
+                value = (mr + 1 - lam) / max(cost, 1) ** r if r else mr
                 if value > best_value:
                     best, best_value = i, value
             if best < 0:
@@ -105,7 +112,7 @@ class MMRBudget:
             for i, c in enumerate(chunks)
             if i not in keep
         ]
-        notes = (f"λ={lam:g}, {'per token' if self.per_token else 'per block'}; picked in order {chosen}",)
+        notes = (f"λ={lam:g}, cost exponent {r:g}; picked in order {chosen}",)
         return StageResult.of(self.name, chunks, out, dropped=drops, notes=notes)
 
 
