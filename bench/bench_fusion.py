@@ -10,7 +10,8 @@ and the all-MiniLM-L6-v2 top-20 over the same corpus; see the data README).
    queries and on the two halves of dev (queries 0-149 and 150-299).
 2. **MMR vs greedy** (500 tokens, the fused list and the BM25 list, which
    holds overlapping neighbour chunks): redundancy (the eval's 8-word
-   shingle measure), answer retention, blocks and tokens, for λ = 0.5, 0.7, 0.9.
+   shingle measure), answer retention, blocks and tokens, for λ = 0.7, 0.9 and cost
+   exponents r = 0 (classic MMR), 0.5 (default), 1 (per token).
 3. **Stable order** over a simulated conversation: each dev question asked
    over four turns whose retrieval drifts (turn 1 BM25, turn 2 score-fused,
    turn 3 dense, turn 4 RRF-fused; ``qa`` at 1,000 tokens, context in the
@@ -116,11 +117,17 @@ def mmr(rows: list[dict[str, Any]]) -> None:
     embedder = SentenceTransformerEmbedder(model_dir)
     budget = 500
     print(f"\n2. MMR vs greedy at {budget} tokens (all-MiniLM-L6-v2 cosine; redundancy = 8-word shingles)")
-    print(f"  {'input':<7}{'selection':<22}{'retention':>10}{'redundancy':>11}{'blocks':>8}{'tokens':>8}{'ms':>7}")
+    print(
+        f"  {'input':<7}{'selection':<22}{'retention':>10}{'redundancy':>11}{'blocks':>8}{'tokens':>8}{'ms':>7}"
+    )
     for source in ("fused", "bm25"):
         for label, stage in [
             ("greedy", {"type": "token_budget"}),
-            *[(f"mmr λ={lam}", {"type": "mmr", "lambda_mult": lam}) for lam in (0.5, 0.7, 0.9)],
+            *[
+                (f"mmr λ={lam} r={r}", {"type": "mmr", "lambda_mult": lam, "cost_exponent": r})
+                for lam in (0.7, 0.9)
+                for r in (0, 0.5, 1)
+            ],
         ]:
             config = {"stages": [{"type": "exact_dedup"}, stage, {"type": "auto_order"}], "format": "xml"}
             asm = cw.Assembler(config, budget=budget, embedder=embedder)
@@ -159,7 +166,9 @@ def _common_prefix_tokens(a: str, b: str, tok: Any) -> int:
 
 def stable(rows: list[dict[str, Any]]) -> None:
     budget = 1000
-    print(f"\n3. Stable order: 4-turn conversations per dev question (qa, {budget} tokens, context in system)")
+    print(
+        f"\n3. Stable order: 4-turn conversations per dev question (qa, {budget} tokens, context in system)"
+    )
     turns = [
         ("bm25", lambda r: r["lists"]["bm25"]),
         ("score", lambda r: r["lists"]),
@@ -167,7 +176,9 @@ def stable(rows: list[dict[str, Any]]) -> None:
         ("rrf", lambda r: {"bm25": r["lists"]["bm25"], "dense": r["lists"]["dense"]}),
     ]
     tok = cw.get_tokenizer("cl100k_base")
-    print(f"  {'mode':<16}{'stable share':>13}{'stable tok/turn':>16}{'prompt tok/turn':>16}{'retention t2-4':>15}")
+    print(
+        f"  {'mode':<16}{'stable share':>13}{'stable tok/turn':>16}{'prompt tok/turn':>16}{'retention t2-4':>15}"
+    )
     for mode in (False, True):
         asm = cw.Assembler("qa", budget=budget, stable_order=mode)
         rrf = cw.Assembler("qa", budget=budget, stable_order=mode, fusion="rrf")

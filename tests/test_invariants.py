@@ -200,6 +200,8 @@ def test_invariants_hold_under_mmr_selection(
 ) -> None:
     vectors = [[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [1.0, 0.1]]
     items = [{**c, "embedding": vectors[i % 4]} for i, c in enumerate(inputs)]
-    config = {"stages": [{"type": "exact_dedup"}, {"type": "mmr", "lambda_mult": lam}, {"type": "auto_order"}]}
+    config = {
+        "stages": [{"type": "exact_dedup"}, {"type": "mmr", "lambda_mult": lam}, {"type": "auto_order"}]
+    }
     ctx = Assembler(config, budget=budget, format=fmt).assemble("What is the capital?", items)
     check_invariants(ctx, items, fmt, budget, cl100k)

@@ -24,18 +24,26 @@ def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[st
 
     from opentelemetry import trace
 
-    with mock.patch.object(trace, "get_tracer", lambda *a, **k: provider.get_tracer(*a, **k)):
-        with tracer.start_as_current_span("request"):
-            ctx = Assembler("qa", budget=400).assemble(q["question"], {"bm25": q["chunks"], "dup": q["chunks"][:5]})
+    with (
+        mock.patch.object(trace, "get_tracer", lambda *a, **k: provider.get_tracer(*a, **k)),
+        tracer.start_as_current_span("request"),
+    ):
+        ctx = Assembler("qa", budget=400).assemble(
+            q["question"], {"bm25": q["chunks"], "dup": q["chunks"][:5]}
+        )
     spans = {s.name: s for s in exporter.get_finished_spans()}
     root = spans["contextwright.assemble"]
     assert root.parent is not None and root.parent.span_id == spans["request"].context.span_id
     assert root.attributes["contextwright.tokens"] == ctx.tokens
     assert root.attributes["contextwright.output_chunks"] == len(ctx.chunks)
     names = [f"contextwright.stage.{s.stage}" for s in ctx.report.stages]
-    assert names == ["contextwright.stage.fuse", "contextwright.stage.exact_dedup",
-                     "contextwright.stage.token_budget", "contextwright.stage.auto_order",
-                     "contextwright.stage.render"]
+    assert names == [
+        "contextwright.stage.fuse",
+        "contextwright.stage.exact_dedup",
+        "contextwright.stage.token_budget",
+        "contextwright.stage.auto_order",
+        "contextwright.stage.render",
+    ]
     for report in ctx.report.stages:
         span = spans[f"contextwright.stage.{report.stage}"]
         assert span.parent.span_id == root.context.span_id
@@ -47,7 +55,9 @@ def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[st
     assert budget_span.attributes["contextwright.tokens_out"] == ctx.report.stages[2].tokens_out
 
 
-def test_without_opentelemetry_spans_are_no_ops(monkeypatch: pytest.MonkeyPatch, dev_queries: list[dict[str, Any]]) -> None:
+def test_without_opentelemetry_spans_are_no_ops(
+    monkeypatch: pytest.MonkeyPatch, dev_queries: list[dict[str, Any]]
+) -> None:
     from contextwright import telemetry
 
     telemetry._trace.cache_clear()

@@ -335,7 +335,9 @@ def _with_fusion(pipeline: Pipeline, fusion: str | Mapping[str, Any]) -> Pipelin
     elif isinstance(fusion, Mapping):
         bad = sorted(set(fusion) - {"method", "k", "weights"})
         if bad:
-            raise ConfigError(f"fusion has no setting {', '.join(map(repr, bad))}; valid: k, method, weights.")
+            raise ConfigError(
+                f"fusion has no setting {', '.join(map(repr, bad))}; valid: k, method, weights."
+            )
         fuser = Fuse(**fusion)
     else:
         raise ConfigError(f"fusion must be 'score', 'rrf' or a mapping of fuse settings; got {fusion!r}.")

@@ -183,7 +183,7 @@ if typer is not None:
         fusion: Annotated[
             str | None,
             typer.Option(
-                help="How named ranked lists ({\"bm25\": [...], \"dense\": [...]}) are fused: score "
+                help='How named ranked lists ({"bm25": [...], "dense": [...]}) are fused: score '
                 "(default) or rrf."
             ),
         ] = None,
@@ -240,7 +240,9 @@ if typer is not None:
             )
             turns = read_history(history) if history is not None else None
             outputs = read_json_file(tools, "--tools", "a JSON list of {name, content}") if tools else None
-            before = read_json_file(previous, "--previous", "the previous --json output") if previous else None
+            before = (
+                read_json_file(previous, "--previous", "the previous --json output") if previous else None
+            )
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
                 if dry_run:

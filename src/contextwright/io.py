@@ -91,8 +91,11 @@ def read_items(path: str | Path, *, limit: int | None = None) -> Iterator[QueryI
             raise InputError(f"input {str(path)!r} is not valid JSON: {exc}.") from None
         if isinstance(data, list):
             yield QueryItem(chunks=data)
-        elif isinstance(data, Mapping) and "chunks" not in data and data and all(
-            isinstance(v, list) for v in data.values()
+        elif (
+            isinstance(data, Mapping)
+            and "chunks" not in data
+            and data
+            and all(isinstance(v, list) for v in data.values())
         ):
             yield QueryItem(chunks=data)  # named ranked lists, fused by the assembler
         else:

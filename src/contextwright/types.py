@@ -326,7 +326,7 @@ def _provenance(value: Any, where: str) -> tuple[tuple[str, int, float], ...]:
         if not isinstance(item, Mapping) or not isinstance(item.get("list"), str):
             raise InputError(
                 f'{where}.provenance[{i}] must be an object with a string "list", an integer "rank" '
-                f"and a numeric \"score\"; got {_short(item)}."
+                f'and a numeric "score"; got {_short(item)}.'
             )
         rank = item.get("rank")
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:

@@ -40,7 +40,7 @@ def test_mmr_needs_vectors_and_valid_settings() -> None:
     chunks = chunks_from_dicts([{"text": "a"}, {"text": "b"}])
     with pytest.raises(ConfigError, match="the mmr stage needs vectors"):
         MMRBudget()(chunks, meter=_meter(), budget=100)
-    with pytest.raises(ConfigError, match="lambda_mult must be a number from 0 to 1; got 1.5"):
+    with pytest.raises(ConfigError, match=r"lambda_mult must be a number from 0 to 1; got 1\.5"):
         MMRBudget(lambda_mult=1.5)
     with pytest.raises(ConfigError, match="cost_exponent must be a number from 0"):
         MMRBudget(cost_exponent=-1)

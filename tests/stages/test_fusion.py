@@ -112,7 +112,9 @@ def test_bad_lists_are_clear_errors() -> None:
     assert not is_named_lists(A) and not is_named_lists({"text": "t"}) and is_named_lists({"a": []})
 
 
-def test_default_fusion_on_real_hybrid_lists_keeps_the_dense_answers(hybrid_queries: list[dict[str, Any]]) -> None:
+def test_default_fusion_on_real_hybrid_lists_keeps_the_dense_answers(
+    hybrid_queries: list[dict[str, Any]],
+) -> None:
     """On 60 real dev queries at 500 tokens, score fusion keeps at least the answers of the better list."""
     from contextwright.eval.metrics import answer_in_text
 

@@ -30,7 +30,9 @@ def test_similarity_floor_drops_unrelated_chunks_with_the_value(
     # the data's dense scores are MiniLM cosines of "title text": the same model gives the same value
     top = q["lists"]["dense"][0]
     titled = chunks_from_dicts([{"text": f"{top['title']} {top['text']}"}])
-    assert query_similarities(q["question"], titled, minilm_embedder)[0] == pytest.approx(top["score"], abs=2e-3)
+    assert query_similarities(q["question"], titled, minilm_embedder)[0] == pytest.approx(
+        top["score"], abs=2e-3
+    )
 
 
 def test_similarity_floor_in_a_config_accounts_for_every_chunk(
@@ -92,7 +94,7 @@ def test_rerank_rejects_a_reranker_that_miscounts() -> None:
 
 
 def test_cross_encoder_without_a_local_model_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(MissingDependencyError, match="no cross-encoder model at .*never downloads"):
+    with pytest.raises(MissingDependencyError, match=r"no cross-encoder model at .*never downloads"):
         CrossEncoderReranker(tmp_path / "absent")
 
 

@@ -27,7 +27,9 @@ def test_a_conversation_keeps_the_prefix_and_citation_numbers(hybrid_queries: li
     turn1 = stable.assemble(q["question"], q["lists"]["bm25"], session="s1")
     assert turn1.report.stable_prefix_tokens is None  # nothing to compare with yet
     turn2 = stable.assemble(q["question"], q["lists"], session="s1")
-    survivors = [c.chunk_ids for c in turn2.citations if c.chunk_ids in {x.chunk_ids for x in turn1.citations}]
+    survivors = [
+        c.chunk_ids for c in turn2.citations if c.chunk_ids in {x.chunk_ids for x in turn1.citations}
+    ]
     assert survivors, "the fused list keeps some BM25 blocks"
     # survivors first, in their previous order
     old_order = [c.chunk_ids for c in turn1.citations if c.chunk_ids in set(survivors)]

@@ -96,7 +96,9 @@ def fit_tools(
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ConfigError(f"tool_tokens must be a non-negative integer; got {budget!r}.")
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence):
-        raise InputError(f'tools must be a list of {{"name", "content"}} objects; got {type(tools).__name__}.')
+        raise InputError(
+            f'tools must be a list of {{"name", "content"}} objects; got {type(tools).__name__}.'
+        )
     items: list[tuple[str, str]] = []
     for i, tool in enumerate(tools):
         name = tool.get("name") if isinstance(tool, Mapping) else None

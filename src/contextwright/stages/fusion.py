@@ -58,9 +58,7 @@ def is_named_lists(value: object) -> bool:
     return (
         isinstance(value, Mapping)
         and bool(value)
-        and all(
-            isinstance(v, Iterable) and not isinstance(v, (str, bytes, Mapping)) for v in value.values()
-        )
+        and all(isinstance(v, Iterable) and not isinstance(v, (str, bytes, Mapping)) for v in value.values())
     )
 
 
@@ -95,7 +93,9 @@ class Fuse:
                 "'score' fuses min-max normalized scores, 'rrf' reciprocal ranks."
             )
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= _MAX_K:
-            raise ConfigError(f"fuse k must be an integer from 1 to {_MAX_K:,}; got {self.k!r}. The usual is 60.")
+            raise ConfigError(
+                f"fuse k must be an integer from 1 to {_MAX_K:,}; got {self.k!r}. The usual is 60."
+            )
         if not isinstance(self.weights, Mapping):
             raise ConfigError(
                 f'fuse weights must be an object of list name -> weight; got {self.weights!r}. Example: {{"dense": 2}}.'

@@ -94,7 +94,9 @@ class Rerank:
     def __post_init__(self) -> None:
         n = self.top_n
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10_000):
-            raise ConfigError(f"rerank top_n must be an integer from 1 to 10,000, or null for all; got {n!r}.")
+            raise ConfigError(
+                f"rerank top_n must be an integer from 1 to 10,000, or null for all; got {n!r}."
+            )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, query: str, reranker: Any) -> StageResult:
         if not chunks:
@@ -125,6 +127,9 @@ class Rerank:
         ]
         drops: list[Drop] = []
         if self.top_n is not None and len(out) > self.top_n:
-            drops = [Drop(c.id, "top_k", detail=f"not in the reranker's top {self.top_n}") for c in out[self.top_n :]]
+            drops = [
+                Drop(c.id, "top_k", detail=f"not in the reranker's top {self.top_n}")
+                for c in out[self.top_n :]
+            ]
             out = out[: self.top_n]
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
