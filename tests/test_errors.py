@@ -16,6 +16,7 @@ from contextwright import errors
         (errors.TokenizerError, RuntimeError),
         (errors.StoreError, RuntimeError),
         (errors.CompressionError, RuntimeError),
+        (errors.AssemblyCancelled, RuntimeError),
         (errors.MissingDependencyError, ImportError),
     ],
 )

@@ -23,13 +23,14 @@ import pytest
 pytest.importorskip("httpx")
 
 from contextwright import Assembler, Pipeline, get_tokenizer
-from contextwright.errors import CompressionError, ConfigError
-from contextwright.llm import ChatClient, LLMCompress, verify_extract
+from contextwright.errors import ConfigError, LLMError
+from contextwright.llm import ChatClient
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.spans import compose
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.budget import TokenBudget
+from contextwright.stages.compress import LLMCompress, verify_extract
 from contextwright.types import Chunk
 
 # A reply: (status, body) where body is a dict (sent as JSON) or raw str; optional delay in seconds.
@@ -145,7 +146,7 @@ def test_client_gives_up_on_repeated_500_with_the_status_in_the_error(serve: Any
     server = serve(lambda body, attempt: (500, {"error": "boom"}))
     with (
         ChatClient(server.base_url, model="m", retries=2, backoff_s=0.01) as client,
-        pytest.raises(CompressionError, match=r"after 3 attempt\(s\): HTTP 500"),
+        pytest.raises(LLMError, match=r"after 3 attempt\(s\): HTTP 500"),
     ):
         client.complete([{"role": "user", "content": "x"}])
     assert len(server.requests) == 3
@@ -155,7 +156,7 @@ def test_client_does_not_retry_a_400(serve: Any) -> None:
     server = serve(lambda body, attempt: (400, {"error": "bad request"}))
     with (
         ChatClient(server.base_url, model="m", retries=3, backoff_s=0.01) as client,
-        pytest.raises(CompressionError, match="HTTP 400"),
+        pytest.raises(LLMError, match="HTTP 400"),
     ):
         client.complete([{"role": "user", "content": "x"}])
     assert len(server.requests) == 1
@@ -169,7 +170,7 @@ def test_client_times_out_and_retries(serve: Any) -> None:
         assert client.complete([{"role": "user", "content": "x"}]) == "on time"
     with (
         ChatClient(server.base_url, model="m", timeout_s=0.2, retries=0) as client,
-        pytest.raises(CompressionError, match=r"timed out after 0\.2 s"),
+        pytest.raises(LLMError, match=r"timed out after 0\.2 s"),
     ):
         client.complete([{"role": "user", "content": "always slow"}])
 
@@ -186,7 +187,7 @@ def test_client_rejects_malformed_replies(serve: Any, body: Any, message: str) -
     server = serve(lambda b, attempt: (200, body))
     with (
         ChatClient(server.base_url, model="m", retries=0) as client,
-        pytest.raises(CompressionError, match=message),
+        pytest.raises(LLMError, match=message),
     ):
         client.complete([{"role": "user", "content": "x"}])
 
@@ -372,3 +373,76 @@ def test_llm_compress_spans_point_into_the_input_text_after_an_earlier_cut(serve
     assert out["eiffel"].ops == ("overlap_stripped", "compressed")
     ((s, e),) = out["eiffel"].spans
     assert original[s:e] == out["eiffel"].text == "It was completed in 1889 for the World’s Fair."
+
+
+# -- a real model: SmolLM2-135M-Instruct on llama.cpp (the session fixture in conftest.py) ----------
+
+
+class RecordingClient(ChatClient):
+    """The real client; it also keeps each reply, so the test can check what the stage did with it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replies: list[str | LLMError] = []
+
+    def complete_many(self, requests: Any, **options: Any) -> list[str | LLMError]:
+        out = super().complete_many(requests, **options)
+        self.replies.extend(out)
+        return out
+
+
+def test_llm_compress_with_a_real_model_keeps_only_verified_copies(llama_server: Any) -> None:
+    filler = " ".join(f"Filler sentence number {i} says nothing at all." for i in range(12))
+    chunks = [
+        Chunk("TOP " + filler, id="top", score=10.0),
+        Chunk(SOURCE + " " + filler, id="eiffel", score=5.0),
+        Chunk("Paris is a city in France. " + filler, id="paris", score=4.0),
+    ]
+    stage = LLMCompress(
+        base_url=llama_server.base_url, model=llama_server.model, api_key_env="", max_tokens=48
+    )
+    with RecordingClient(llama_server.base_url, model=llama_server.model, timeout_s=120) as client:
+        result, _ = _run(stage, chunks, budget=200, llm=client)
+    assert len(client.replies) == 2  # the top chunk is never sent
+    by_id = {c.id: c for c in result.chunks}
+    notes = " ".join(result.report.notes)
+    rejected = 0
+    for chunk, reply in zip(chunks[1:], client.replies, strict=True):
+        assert isinstance(reply, str) and reply.strip(), f"no reply for {chunk.id}: {reply!r}"
+        out = by_id.get(chunk.id)
+        if reply.strip().strip(".").upper() == "IRRELEVANT":
+            assert out is None
+            continue
+        assert out is not None
+        if verify_extract(chunk.text, reply) is None:
+            # the model wrote something that is not in the chunk: rejected, original kept
+            rejected += 1
+            assert out.text == chunk.text and out.ops == ()
+            assert f"kept original {chunk.id}: rejected a reply that is not copied" in notes
+        else:
+            # whatever it copied, what we keep is the chunk's own sentences, located by spans
+            assert out.spans and all(chunk.text[s:e] in out.text for s, e in out.spans)
+            assert len(out.text) <= len(chunk.text)
+    # SmolLM2-135M rewrites the Paris chunk into "The Eiffel Tower was completed on ..." at temperature 0
+    assert rejected >= 1, f"the small model invented nothing this time: {client.replies!r}"
+
+
+def test_chat_messages_are_accepted_by_a_real_chat_template(llama_server: Any) -> None:
+    chunks = [
+        {"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
+        {"id": "b", "text": "Lyon is known for its food.", "score": 0.5},
+    ]
+    ctx = Assembler(Pipeline(()), budget=300).assemble("What is the capital of France?", chunks)
+    history = [
+        {"role": "user", "content": "Hello."},
+        {"role": "assistant", "content": "Hello! Ask me about the documents."},
+    ]
+    with ChatClient(llama_server.base_url, model=llama_server.model, timeout_s=120) as client:
+        for context_in in ("user", "system"):
+            messages = ctx.messages(system="default", history=history, context_in=context_in)
+            assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+            reply = client.chat(messages, max_tokens=16)
+            assert reply.content.strip()
+            # the template rendered every message: the server counted at least their tokens
+            assert reply.prompt_tokens is not None
+            assert reply.prompt_tokens >= sum(len(m["content"].split()) for m in messages)

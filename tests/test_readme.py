@@ -1,4 +1,7 @@
-"""The README's examples are executable: every fenced block is run, so the README stays the truth.
+"""The README's and the docs' examples are executable: every fenced block is run, so they stay the truth.
+
+The files read are `README.md` and every `docs/**/*.md` (the MkDocs site); what follows says
+"the README" for any of them.
 
 - ```bash: each `contextwright ...` command (`\\` continuations joined, `cat FILE | contextwright ...`
   too) runs in a scratch directory holding `examples/` and `../shared/data`, and must exit 0; the
@@ -9,7 +12,7 @@
   (`# '7 → 4 chunks · ...'`, `# True`, `# (6, 20)`) is asserted; `...` in it means "and more".
 - ```toml: written to a file and loaded with `contextwright.pipeline_from_config`.
 
-Each command and block is one test, with the id `README.md:<line>`.
+Each command and block is one test, with the id `<file>:<line>` (`README.md:12`, `docs/service.md:40`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from contextwright.stages import base as stage_registry
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOC_FILES = [README, *sorted((REPO / "docs").rglob("*.md"))]
 SHARED_DATA = Path(os.environ.get("CONTEXTWRIGHT_SHARED_DATA", REPO.parent / "shared" / "data"))
 DEV_QUERIES = SHARED_DATA / "nq_bm25_dev300.jsonl.gz"
 CORPUS = SHARED_DATA / "nq_corpus_chunks.jsonl.gz"
@@ -46,16 +50,23 @@ BIN = Path(sys.executable).parent
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block: its language, text, first content line (1-based) and `##` section."""
+    """One fenced block: its file (relative to the repo), language, text, first content line (1-based)
+    and `##` section."""
 
+    file: str
     lang: str
     text: str
     line: int
     section: str
 
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
 
-def _blocks() -> list[Block]:
-    lines = README.read_text(encoding="utf-8").split("\n")
+
+def _blocks(path: Path) -> list[Block]:
+    name = path.relative_to(REPO).as_posix()
+    lines = path.read_text(encoding="utf-8").split("\n")
     blocks: list[Block] = []
     section = ""
     i = 0
@@ -65,13 +76,13 @@ def _blocks() -> list[Block]:
         fence = re.match(r"^```(\w*)\s*$", lines[i])
         if fence:
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-            blocks.append(Block(fence.group(1), "\n".join(lines[i + 1 : end]) + "\n", i + 2, section))
+            blocks.append(Block(name, fence.group(1), "\n".join(lines[i + 1 : end]) + "\n", i + 2, section))
             i = end
         i += 1
     return blocks
 
 
-BLOCKS = _blocks()
+BLOCKS = [block for path in DOC_FILES for block in _blocks(path)]
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,7 @@ class Command:
     """One shell command of a bash block, with the output lines the README shows under it."""
 
     text: str
+    file: str
     line: int
     shown_output: tuple[str, ...]
 
@@ -102,7 +114,7 @@ def _commands(block: Block) -> list[Command]:
         while i + 1 < len(lines) and lines[i + 1].startswith("#"):
             i += 1
             shown.append(lines[i][1:].strip())
-        out.append(Command(text, block.line + start, tuple(shown)))
+        out.append(Command(text, block.file, block.line + start, tuple(shown)))
         i += 1
     return out
 
@@ -156,7 +168,11 @@ SKIP_COMMANDS = [
     ("contextwright serve", "starts a long-running server; tests/test_service.py covers it"),
 ]
 # (substring of the command, environment variable): skipped unless the variable is set.
-NEEDS_ENV = [("postgresql://", "CONTEXTWRIGHT_TEST_PG_DSN"), ("llm_compress", "CONTEXTWRIGHT_LLM_BASE_URL")]
+NEEDS_ENV = [
+    ("postgresql://", "CONTEXTWRIGHT_TEST_PG_DSN"),
+    ("llm_compress", "CONTEXTWRIGHT_LLM_BASE_URL"),
+    ("--reader ", "OPENAI_API_KEY"),  # a paid endpoint; tests/eval/test_reader.py runs a local model
+]
 
 
 def _shortened(command: str) -> str:
@@ -177,7 +193,7 @@ def _output_pattern(shown: str) -> re.Pattern[str] | None:
     return re.compile(pattern)
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[f"README.md:{c.line}" for c in COMMANDS])
+@pytest.mark.parametrize("command", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
 def test_readme_command_runs(command: Command, workdir: Path) -> None:
     """Each command exits 0 and prints what the README shows under it."""
     for marker, reason in SKIP_COMMANDS:
@@ -386,7 +402,11 @@ def _names(text: str) -> tuple[set[str], set[str]]:
 
 def _plan(block: Block) -> tuple[list[Block], list[Fixture]]:
     """The earlier blocks of the section to run first, and the fixtures for the rest of the free names."""
-    earlier = [b for b in PYTHON_BLOCKS if b.section == block.section and b.line < block.line]
+    earlier = [
+        b
+        for b in PYTHON_BLOCKS
+        if b.file == block.file and b.section == block.section and b.line < block.line
+    ]
     chain: list[Block] = []
     needed = set(_names(block.text)[1])
     for prev in reversed(earlier):
@@ -400,7 +420,7 @@ def _plan(block: Block) -> tuple[list[Block], list[Fixture]]:
         text = "".join(b.text for b in [*chain, block])
         fixture = next((fx for marker, fx in options if marker in text), None)
         assert fixture is not None, (
-            f"README.md:{block.line} uses {name!r}, which no earlier block of section {block.section!r} "
+            f"{block.where} uses {name!r}, which no earlier block of section {block.section!r} "
             "defines and tests/test_readme.py has no fixture for"
         )
         fixtures.append(fixture)
@@ -476,11 +496,11 @@ def _run_checked(block: Block, text: str, ns: dict[str, Any]) -> None:
         with contextlib.redirect_stdout(out):
             if isinstance(stmt, ast.Expr):
                 expr = ast.Expression(body=stmt.value)
-                value = eval(compile(expr, str(README), "eval", dont_inherit=True), ns)
+                value = eval(compile(expr, str(REPO / block.file), "eval", dont_inherit=True), ns)
             else:
-                exec(compile(module, str(README), "exec", dont_inherit=True), ns)
+                exec(compile(module, str(REPO / block.file), "exec", dont_inherit=True), ns)
                 value = _NO_VALUE
-        where = f"README.md:{block.line + end - 1}"
+        where = f"{block.file}:{block.line + end - 1}"
         if value is not _NO_VALUE:
             if segment in VALUE_CHECKS:
                 VALUE_CHECKS[segment](value, ns)
@@ -517,7 +537,7 @@ def in_workdir(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return workdir
 
 
-@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[f"README.md:{b.line}" for b in PYTHON_BLOCKS])
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.where for b in PYTHON_BLOCKS])
 def test_readme_python_block_runs(block: Block, in_workdir: Path) -> None:
     """Each Python block runs (after the blocks of its section it builds on) and shows true values."""
     for marker, reason in SKIP_BLOCKS:
@@ -536,7 +556,7 @@ def test_readme_python_block_runs(block: Block, in_workdir: Path) -> None:
         for prev in chain:
             padded = "\n" * (prev.line - 1) + _source(prev, prev.text)
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(padded, str(README), "exec", dont_inherit=True), ns)
+                exec(compile(padded, str(REPO / prev.file), "exec", dont_inherit=True), ns)
         _run_checked(block, _source(block, block.text), ns)
 
 
@@ -562,7 +582,7 @@ def test_readme_shown_values_are_asserted() -> None:
 # -- toml --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("block", TOML_BLOCKS, ids=[f"README.md:{b.line}" for b in TOML_BLOCKS])
+@pytest.mark.parametrize("block", TOML_BLOCKS, ids=[b.where for b in TOML_BLOCKS])
 def test_readme_config_loads(block: Block, in_workdir: Path) -> None:
     """Each config example is a valid config file; the ones without network stages also assemble."""
     import contextwright

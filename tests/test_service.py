@@ -314,6 +314,24 @@ def test_limits_on_chunk_count_and_text_length(client: TestClient) -> None:
     assert body["loc"][:3] == ["body", "chunks", 0] and "page_content" in body["detail"]
 
 
+def test_two_apps_in_one_process_validate_with_their_own_limits() -> None:
+    small = create_app(ServiceConfig(budget=100, max_chunks=2, max_text_chars=10, max_query_chars=5))
+    large = create_app(ServiceConfig(budget=100, max_chunks=5, max_text_chars=100, max_query_chars=50))
+    three = {"query": "who?", "chunks": [{"text": "short"}] * 3}
+    long_text = {"query": "who?", "chunks": [{"text": "x" * 50}]}
+    long_query = {"query": "who discovered it?", "chunks": [{"text": "short"}]}
+    with TestClient(small) as s, TestClient(large) as big:
+        for payload, loc in ((three, ["body", "chunks"]), (long_text, ["body", "chunks", 0, "text"])):
+            assert is_problem(s.post("/v1/assemble", json=payload), 422)["loc"] == loc
+            assert big.post("/v1/assemble", json=payload).status_code == 200
+        assert is_problem(s.post("/v1/assemble", json=long_query), 422)["loc"] == ["body", "query"]
+        assert big.post("/v1/assemble", json=long_query).status_code == 200
+        # Each app's schema states its own limits.
+        for c, n in ((s, 2), (big, 5)):
+            schema = c.get("/openapi.json").json()["components"]["schemas"]["AssembleRequest"]
+            assert schema["properties"]["chunks"]["maxItems"] == n
+
+
 def test_body_over_the_limit_is_413_by_content_length() -> None:
     with TestClient(create_app(ServiceConfig(budget=100, max_body_bytes=1_000))) as c:
         r = c.post("/v1/assemble", json={"query": "q", "chunks": [{"text": "x" * 2_000}]})

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import sqlite3
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -230,28 +233,52 @@ def test_sqlite_fetch_over_its_timeout_is_interrupted(corpus_path: Path) -> None
         assert len(store.fetch({"wiki:List of Nobel laureates in Physics": [(0, 0)]})) == 1
 
 
-def test_sqlite_fetch_waiting_behind_a_long_load_times_out(tmp_path: Path) -> None:
+def test_sqlite_fetch_during_a_long_load_reads_the_committed_state_without_waiting(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "busy.db")
+    store.load([{"doc_id": "d", "index": 0, "text": "first"}])
     release = threading.Event()
     started = threading.Event()
 
     def slow_chunks() -> Iterator[dict[str, Any]]:
-        yield {"doc_id": "d", "index": 0, "text": "first"}
+        yield {"doc_id": "d", "index": 1, "text": "second"}
         started.set()
         release.wait(10)
-        yield {"doc_id": "d", "index": 1, "text": "second"}
+        yield {"doc_id": "d", "index": 2, "text": "third"}
 
     loader = threading.Thread(target=store.load, args=(slow_chunks(),))
     loader.start()
     try:
         assert started.wait(10)
-        with pytest.raises(StoreError, match=r"timed out after 0.1 s waiting for its connection"):
-            store.fetch({"d": [(0, 1)]}, timeout_s=0.1)
+        # WAL and a read-only connection per thread: the reader neither waits for the writer
+        # nor sees its uncommitted rows.
+        start = time.perf_counter()
+        assert [c.text for c in store.fetch({"d": [(0, 2)]}, timeout_s=0.5)] == ["first"]
+        assert time.perf_counter() - start < 0.4
     finally:
         release.set()
         loader.join()
-    assert [c.text for c in store.fetch({"d": [(0, 1)]})] == ["first", "second"]
+    assert [c.text for c in store.fetch({"d": [(0, 2)]})] == ["first", "second", "third"]
     store.close()
+
+
+def test_sqlite_serves_concurrent_fetches_on_a_connection_per_thread(
+    corpus_path: Path, tmp_path: Path
+) -> None:
+    import concurrent.futures
+
+    with SQLiteStore(tmp_path / "nq.db") as store:
+        store.load_jsonl(corpus_path)
+        ranges = {c.doc_id: [(0, 3)] for c in list(read_jsonl(corpus_path))[:200] if c.doc_id}
+        expected = store.fetch(ranges)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            done = list(pool.map(lambda _: (threading.get_ident(), store.fetch(ranges)), range(16)))
+        threads = {ident for ident, _ in done}
+        assert all(r == expected for _, r in done)
+        # One read-only connection per thread that fetched (plus this one), none shared.
+        assert 2 <= len(store._readers) <= len(threads) + 1
+        ro = store._readers[0]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            ro.execute("DELETE FROM chunks")
 
 
 def test_a_closed_sqlite_store_raises_store_error() -> None:
@@ -360,3 +387,68 @@ def test_store_loads_accept_chunk_objects_and_dicts_alike() -> None:
     store = InMemoryStore()
     store.load([Chunk("obj", doc_id="d", index=0), {"text": "dict", "doc_id": "d", "index": 1}])
     assert [c.text for c in store.fetch({"d": [(0, 1)]})] == ["obj", "dict"]
+
+
+# -- faults: a PostgreSQL that goes away and comes back -----------------------------
+
+
+def test_circuit_breaker_opens_after_consecutive_failures_and_probes_for_recovery() -> None:
+    from contextwright.stores import CircuitBreaker
+
+    breaker = CircuitBreaker(failures=2, reset_s=0.2)
+    calls = []
+
+    def failing() -> None:
+        calls.append(1)
+        raise StoreError("down")
+
+    for _ in range(2):
+        with pytest.raises(StoreError, match="down"):
+            breaker.call(failing, what="fetch")
+    assert breaker.state == "open"
+    with pytest.raises(StoreError, match=r"fetch skipped: the store failed 2 times in a row.*circuit open"):
+        breaker.call(failing, what="fetch")
+    assert len(calls) == 2  # failed fast, without calling
+    time.sleep(0.25)
+    with pytest.raises(StoreError, match="down"):
+        breaker.call(failing, what="fetch")  # the probe fails: open again for reset_s
+    assert len(calls) == 3 and breaker.state == "open"
+    time.sleep(0.25)
+    assert breaker.call(lambda: "up", what="fetch") == "up"
+    assert breaker.state == "closed"
+    with pytest.raises(ConfigError, match="failures must be a positive integer"):
+        CircuitBreaker(failures=0)
+
+
+def test_postgres_store_fails_fast_while_down_and_reconnects_after_a_restart(pg_proxy: Any) -> None:
+    proxy, dsn = pg_proxy
+    table = "faults_" + uuid.uuid4().hex[:8]
+    store = PostgresStore(dsn, table=table, timeout_s=1.0, min_size=2, max_size=4, breaker_reset_s=0.5)
+    try:
+        store.load(_doc("d", 5))
+        assert [c.index for c in store.fetch({"d": [(1, 2)]})] == [1, 2]
+        proxy.stop()  # the server goes away: open connections are cut, new ones refused
+        for _ in range(3):  # breaker_failures
+            with pytest.raises(StoreError, match="PostgreSQL store"):
+                store.fetch({"d": [(1, 2)]})
+        start = time.perf_counter()
+        with pytest.raises(StoreError, match="circuit open"):
+            store.fetch({"d": [(1, 2)]})
+        assert time.perf_counter() - start < 0.05  # no wait for a connection
+        proxy.start()  # the server is back
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                got = store.fetch({"d": [(1, 2)]})
+                break
+            except StoreError:
+                assert time.monotonic() < deadline, "the store did not recover within 15 s"
+                time.sleep(0.1)
+        assert [c.index for c in got] == [1, 2] and store.breaker.state == "closed"
+        # Every pooled connection works again (each is checked when taken).
+        with ThreadPoolExecutor(4) as pool:
+            assert all(len(r) == 2 for r in pool.map(lambda _: store.fetch({"d": [(1, 2)]}), range(12)))
+    finally:
+        with contextlib.suppress(StoreError):
+            store.drop_table()
+        store.close()

@@ -427,7 +427,13 @@ if typer is not None:
         try:
             cfg = ServiceConfig.load(config, host=host, port=port, workers=workers, log_level=log_level)
             if cfg.workers == 1:
-                uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=cfg.log_level)
+                uvicorn.run(
+                    create_app(cfg),
+                    host=cfg.host,
+                    port=cfg.port,
+                    log_level=cfg.log_level,
+                    access_log=not cfg.access_log,  # the service writes its own (JSON) access log
+                )
                 return
             create_app(cfg)  # fail here, once, rather than in every worker
         except ContextwrightError as exc:
@@ -442,6 +448,7 @@ if typer is not None:
             port=cfg.port,
             workers=cfg.workers,
             log_level=cfg.log_level,
+            access_log=not cfg.access_log,
         )
 
     @app.command("inspect")
@@ -550,6 +557,96 @@ if typer is not None:
             f"in {elapsed:.2f} s"
         )
 
+    def _run_reader(
+        result: Any,
+        queries: Any,
+        strategies: list[str],
+        budgets: list[int],
+        *,
+        url: str,
+        model: str | None,
+        key_env: str,
+        cache: str | None,
+        max_tokens: int,
+        concurrency: int,
+        timeout_s: float,
+        tokenizer: str,
+        corpus: str | None,
+        positions: int | None,
+        prior_out: str | None,
+    ) -> Any:
+        """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
+        import dataclasses
+        import json
+        import os
+        from pathlib import Path
+
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from contextwright.eval.reader import Reader, default_cache_path, evaluate_reader
+        from contextwright.eval.runner import open_corpus_store
+
+        if not model:
+            fail("--reader needs --reader-model, the model name the endpoint expects (e.g. gpt-4o-mini).")
+        if prior_out is not None and positions is None:
+            fail("--prior-out writes the curve of the position sweep: pass --positions K too (e.g. 5).")
+        key = os.environ.get(key_env) if key_env else None
+        resources = {"store": open_corpus_store(corpus)} if corpus else {}
+        with (
+            Reader(
+                url,
+                model=model,
+                api_key=key,
+                cache=cache or default_cache_path(),
+                max_tokens=max_tokens,
+                max_concurrency=concurrency,
+                timeout_s=timeout_s,
+            ) as rd,
+            Progress(
+                TextColumn("reader"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("replies"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            ) as bar,
+        ):
+            task = bar.add_task("reader", total=None)
+            try:
+                measured = evaluate_reader(
+                    queries,
+                    strategies,
+                    budgets,
+                    reader=rd,
+                    tokenizer=tokenizer,
+                    resources=resources,
+                    positions=positions,
+                    progress=lambda done, total: bar.update(task, completed=done, total=total),
+                )
+            except KeyboardInterrupt:
+                err.print(
+                    f"interrupted: the replies so far are cached in {rd.cache_path}; "
+                    "run the same command again to resume.",
+                    highlight=False,
+                )
+                raise typer.Exit(130) from None
+        failed = measured.meta.get("failed", 0)
+        if failed:
+            err.print(
+                f"[yellow]reader: {failed} request(s) failed; they are listed with their errors in the JSON "
+                "and left out of the accuracies.[/]",
+                highlight=False,
+            )
+        if prior_out is not None and measured.sweep is not None:
+            if not any(measured.sweep.answered):
+                fail("the position sweep got no replies, so there is no prior to write.")
+            Path(prior_out).write_text(
+                json.dumps(measured.sweep.prior_dict(), indent=1) + "\n", encoding="utf-8"
+            )
+            err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
+        return dataclasses.replace(result, reader=measured)
+
     # -- eval (contextwright.eval) ---------------------------------------------
 
     @app.command("eval")
@@ -587,8 +684,46 @@ if typer is not None:
         html_out: Annotated[
             str | None, typer.Option("--html", help="Write a self-contained HTML report here.")
         ] = None,
+        reader: Annotated[
+            str | None,
+            typer.Option(
+                help="OpenAI-compatible API root of a reader model (e.g. http://127.0.0.1:8080/v1): "
+                "the model answers each question from each strategy's context, plus closed-book and oracle."
+            ),
+        ] = None,
+        reader_model: Annotated[
+            str | None, typer.Option(help="The reader's model name (required with --reader).")
+        ] = None,
+        reader_key_env: Annotated[
+            str,
+            typer.Option(help="Environment variable holding the reader's API key (empty: send none)."),
+        ] = "OPENAI_API_KEY",
+        reader_cache: Annotated[
+            str | None,
+            typer.Option(
+                help="SQLite file of cached replies (default ~/.cache/contextwright/reader.sqlite)."
+            ),
+        ] = None,
+        reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
+        reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
+        reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
+        positions: Annotated[
+            int | None,
+            typer.Option(
+                help="With --reader: the position sweep with K chunks (answer chunk at each of K positions)."
+            ),
+        ] = None,
+        prior_out: Annotated[
+            str | None,
+            typer.Option(help="With --positions: write the measured curve here as a prior file for --prior."),
+        ] = None,
     ) -> None:
-        """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency."""
+        """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
+
+        With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy,
+        the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk,
+        so an interrupted run resumes where it stopped.
+        """
         import logging
 
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -636,6 +771,28 @@ if typer is not None:
                     workers=workers,
                     progress=lambda done, total: bar.update(task, completed=done),
                 )
+            if reader is not None:
+                result = _run_reader(
+                    result,
+                    queries,
+                    [*names, *(config or [])],
+                    budgets,
+                    url=reader,
+                    model=reader_model,
+                    key_env=reader_key_env,
+                    cache=reader_cache,
+                    max_tokens=reader_max_tokens,
+                    concurrency=reader_concurrency,
+                    timeout_s=reader_timeout,
+                    tokenizer=tokenizer,
+                    corpus=corpus,
+                    positions=positions,
+                    prior_out=prior_out,
+                )
+            elif positions is not None or prior_out is not None:
+                fail(
+                    "--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME."
+                )
             for name, reason in result.skipped.items():
                 err.print(f"[yellow]skipped {name}:[/] {reason}", highlight=False)
             for name, note in result.notes.items():
@@ -646,6 +803,10 @@ if typer is not None:
             if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
                 out = Console(highlight=False, width=needed)
             out.print(table)
+            if result.reader is not None:
+                from contextwright.eval.report import render_reader_table
+
+                out.print(render_reader_table(result.reader))
             meta = {"data": data}
             if json_out:
                 to_json(result, json_out, meta=meta)

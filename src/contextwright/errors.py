@@ -13,6 +13,8 @@ us::
     ├── TokenizerError(RuntimeError)  a tokenizer cannot be loaded (offline, missing file)
     ├── StoreError(RuntimeError)      a chunk store failed or timed out
     ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
+    ├── AssemblyCancelled(RuntimeError) stopped at a stage boundary (deadline passed)
+    ├── LLMError(RuntimeError)        a model endpoint failed or replied with no chat completion
     └── MissingDependencyError(ImportError)  an optional extra is not installed
 
 Messages name the setting or field, show the value that was received, and say
@@ -22,12 +24,14 @@ how to fix it.
 from __future__ import annotations
 
 __all__ = [
+    "AssemblyCancelled",
     "BudgetError",
     "HistoryBudgetError",
     "CompressionError",
     "ConfigError",
     "ContextwrightError",
     "InputError",
+    "LLMError",
     "MissingDependencyError",
     "StoreError",
     "TokenizerError",
@@ -65,6 +69,23 @@ class StoreError(ContextwrightError, RuntimeError):
 
 class CompressionError(ContextwrightError, RuntimeError):
     """A compressor failed; pipelines fall back to the original chunk."""
+
+
+class AssemblyCancelled(ContextwrightError, RuntimeError):
+    """An assembly was cancelled (its deadline passed) and stopped at a stage boundary."""
+
+
+class LLMError(ContextwrightError, RuntimeError):
+    """A model endpoint failed (after retries) or replied with something that is not a chat completion.
+
+    Attributes:
+        status: The HTTP status of the last response, ``None`` when none came
+            (connection refused, timeout).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class MissingDependencyError(ContextwrightError, ImportError):

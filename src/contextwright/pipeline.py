@@ -9,13 +9,16 @@ and renders again until it fits. Citations are numbered on the final order.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextwright.errors import ConfigError
+from contextwright.errors import AssemblyCancelled, ConfigError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
@@ -36,11 +39,40 @@ from contextwright.types import (
 if TYPE_CHECKING:
     from contextwright.render.history import HistoryResult
 
-__all__ = ["Pipeline", "Plan"]
+__all__ = ["Pipeline", "Plan", "cancel_on"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_BODIES = 16_384  # per pipeline; the service keeps one pipeline per configuration
+
+_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cancel", default=None)
+
+
+@contextlib.contextmanager
+def cancel_on(event: threading.Event) -> Iterator[None]:
+    """Within this block, pipelines stop at the next stage boundary once ``event`` is set.
+
+    Cooperative cancellation: a stage runs to its end, then the pipeline checks
+    the event before the next stage and before the render, and raises
+    :class:`~contextwright.errors.AssemblyCancelled`. The service sets the event
+    when a request passes ``timeout_s``, so the worker thread is freed.
+
+    Example:
+        >>> stop = threading.Event()
+        >>> with cancel_on(stop):
+        ...     ctx = assembler.assemble(query, chunks)   # another thread may call stop.set()
+    """
+    token = _cancel.set(event)
+    try:
+        yield
+    finally:
+        _cancel.reset(token)
+
+
+def _check_cancelled(before: str) -> None:
+    event = _cancel.get()
+    if event is not None and event.is_set():
+        raise AssemblyCancelled(f"assembly cancelled before {before!r} (its deadline passed).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +216,7 @@ class Pipeline:
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
+        _check_cancelled("render")
         start = time.perf_counter()
         with span("contextwright.stage.render", **{"contextwright.stage": "render"}) as sp:
             blocks, text, total, drops = self._fit(current, meter, budget, query)
@@ -271,6 +304,7 @@ class Pipeline:
         for stage in self.stages:
             if fused is not None and isinstance(stage, Fuse):
                 continue  # already fused above, before every other stage
+            _check_cancelled(stage.name)
             needs = {}
             for key in getattr(stage, "requires", ()):
                 if key not in env:

@@ -37,6 +37,7 @@ import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_TABLE",
     "DEFAULT_TIMEOUT_S",
     "ChunkStore",
+    "CircuitBreaker",
     "InMemoryStore",
     "PostgresStore",
     "Progress",
@@ -134,6 +136,72 @@ def merge_ranges(ranges: Ranges) -> dict[str, list[tuple[int, int]]]:
                 merged.append((lo, hi))
         out[str(doc_id)] = merged
     return out
+
+
+class CircuitBreaker:
+    """Fail fast while a store is down, and probe for its recovery.
+
+    Closed: calls go through; ``failures`` consecutive failures open it. Open:
+    calls fail at once with :class:`~contextwright.errors.StoreError` (no
+    connection wait), until ``reset_s`` has passed; then one call goes through
+    as a probe (half-open) while the others still fail fast. The probe's
+    success closes the breaker, its failure opens it for another ``reset_s``.
+    Thread-safe.
+
+    Example:
+        >>> breaker = CircuitBreaker(failures=3, reset_s=2.0)
+        >>> breaker.call(lambda: store_call(), what="PostgreSQL store fetch")
+    """
+
+    def __init__(self, *, failures: int = 3, reset_s: float = 2.0) -> None:
+        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
+            raise ConfigError(f"breaker failures must be a positive integer; got {failures!r}.")
+        _check_timeout(reset_s, "breaker reset_s")
+        self.failures = failures
+        self.reset_s = float(reset_s)
+        self._lock = threading.Lock()
+        self._count = 0
+        self._opened_at: float | None = None
+        self._probing = False
+
+    @property
+    def state(self) -> str:
+        """``closed``, ``open`` or ``half-open``."""
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            return "half-open" if self._probing else "open"
+
+    def call(self, fn: Callable[[], Any], *, what: str) -> Any:
+        """Run ``fn`` unless the breaker is open; count its failure (any exception) or success."""
+        with self._lock:
+            probe = False
+            if self._opened_at is not None:
+                waited = time.monotonic() - self._opened_at
+                if self._probing or waited < self.reset_s:
+                    raise StoreError(
+                        f"{what} skipped: the store failed {self._count} times in a row; "
+                        f"the next try is in {max(0.0, self.reset_s - waited):.1f} s (circuit open)."
+                    )
+                self._probing = probe = True
+        try:
+            result = fn()
+        except BaseException:
+            with self._lock:
+                self._count += 1
+                if probe or self._count >= self.failures:
+                    if self._opened_at is None or probe:
+                        logger.warning("store circuit open", extra={"what": what, "failures": self._count})
+                    self._opened_at = time.monotonic()
+                self._probing = False
+            raise
+        with self._lock:
+            if self._opened_at is not None:
+                logger.warning("store circuit closed", extra={"what": what})
+            self._count = 0
+            self._opened_at = None
+            self._probing = False
+        return result
 
 
 def _check_timeout(value: float | None, where: str) -> None:
@@ -386,10 +454,13 @@ class SQLiteStore(_LoaderMixin):
     ``fetch`` sends all ranges as one JSON parameter to a constant query, so
     it is one statement, prepared once, whatever the batch size.
 
-    The store holds one connection guarded by a lock and may be shared
-    across threads (the service shares one store across requests). A call
-    that waits for the lock or runs longer than its timeout is interrupted
-    and raises :class:`~contextwright.errors.StoreError`.
+    The store may be shared across threads (the service shares one store
+    across requests). A file database is in WAL mode and each thread reads
+    through its own read-only connection, so fetches run concurrently and
+    never wait for a lock; loading goes through one writer connection.
+    (``":memory:"`` has one connection, shared under a lock.) A call that
+    runs longer than its timeout is interrupted and raises
+    :class:`~contextwright.errors.StoreError`.
 
     Args:
         path: A database file (created if missing) or ``":memory:"``.
@@ -415,9 +486,13 @@ class SQLiteStore(_LoaderMixin):
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._closed = False
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         try:
             # ``timeout`` bounds waiting for another process's write lock on the file.
             busy = timeout_s if timeout_s is not None else 60.0
+            self._busy = busy
             self._conn = sqlite3.connect(
                 self.path, timeout=busy, check_same_thread=False, isolation_level=None
             )
@@ -486,6 +561,8 @@ class SQLiteStore(_LoaderMixin):
         payload = json.dumps([[d, lo, hi] for d, spans in merged.items() for lo, hi in spans])
         limit = self.timeout_s if timeout_s is None else timeout_s
         _check_timeout(limit, "timeout_s")
+        if self.path != ":memory:":
+            return self._fetch_with(self._reader(), payload, limit, len(merged))
         start = time.perf_counter()
         if not self._lock.acquire(timeout=-1 if limit is None else limit):
             raise StoreError(
@@ -513,6 +590,48 @@ class SQLiteStore(_LoaderMixin):
             self._lock.release()
         return [_from_row(r) for r in rows]
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError(f"SQLite store {self.path!r} is closed; open a new one.")
+            uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+            try:
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=self._busy, check_same_thread=False, isolation_level=None
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open SQLite store {self.path!r} for reading: {exc}.") from None
+            with self._readers_lock:  # not self._lock, which a long load holds
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def _fetch_with(
+        self, conn: sqlite3.Connection, payload: str, limit: float | None, docs: int
+    ) -> list[Chunk]:
+        """One fetch on this thread's own connection: no lock, a deadline through the progress handler."""
+        if self._closed:
+            raise StoreError(f"SQLite store {self.path!r} is closed; open a new one.")
+        try:
+            if limit is not None:
+                deadline = time.perf_counter() + limit
+                # SQLite calls this every 1,000 VM steps; a non-zero return interrupts the query.
+                conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 1000)
+            rows = conn.execute(self._fetch_sql, (payload,)).fetchall()
+        except sqlite3.Error as exc:
+            if limit is not None and "interrupted" in str(exc):
+                raise StoreError(
+                    f"SQLite store {self.path!r} fetch timed out after {limit:g} s ({docs} documents); "
+                    "raise timeout_s."
+                ) from None
+            raise StoreError(f"SQLite store {self.path!r} fetch failed: {exc}.") from None
+        finally:
+            if limit is not None and not self._closed:
+                conn.set_progress_handler(None, 0)
+        return [_from_row(r) for r in rows]
+
     def count(self) -> int:
         """How many chunks the store holds."""
         with self._lock:
@@ -522,10 +641,14 @@ class SQLiteStore(_LoaderMixin):
                 raise StoreError(f"SQLite store {self.path!r} count failed: {exc}.") from None
 
     def close(self) -> None:
-        """Close the connection; the store cannot be used afterwards."""
+        """Close the connections; the store cannot be used afterwards."""
         with self._lock:
             self._closed = True
             self._conn.close()
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, table={self.table!r})"
@@ -546,7 +669,19 @@ class PostgresStore(_LoaderMixin):
         table: The table name (default ``chunks``).
         timeout_s: Default timeout of a call in seconds.
         min_size: Connections the pool keeps open.
-        max_size: The most connections the pool opens.
+        max_size: The most connections the pool opens. Size it to the
+            threads that fetch at once: the service's ``threads`` per worker
+            process (each worker has its own pool), so ``workers * max_size``
+            must stay under the server's ``max_connections``.
+        breaker_failures: Consecutive failed fetches that open the circuit
+            breaker (:class:`CircuitBreaker`): fetches then fail at once.
+        breaker_reset_s: Seconds before an open breaker lets one probe through.
+
+    Every connection is checked when taken from the pool, so after the
+    database restarts the next call reconnects instead of failing on a dead
+    connection; while it is down, the breaker makes fetches fail fast (the
+    expand stage then passes chunks through with a note) instead of each
+    waiting ``timeout_s`` for a connection.
 
     Example:
         >>> store = PostgresStore("postgresql://postgres:postgres@127.0.0.1/rag")
@@ -562,8 +697,11 @@ class PostgresStore(_LoaderMixin):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         min_size: int = 1,
         max_size: int = 8,
+        breaker_failures: int = 3,
+        breaker_reset_s: float = 2.0,
     ) -> None:
         _check_timeout(timeout_s, "timeout_s")
+        self.breaker = CircuitBreaker(failures=breaker_failures, reset_s=breaker_reset_s)
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -587,6 +725,7 @@ class PostgresStore(_LoaderMixin):
                 },
                 open=False,
                 name="contextwright-store",
+                check=ConnectionPool.check_connection,  # a restarted server: reconnect, don't fail
             )
             self._pool.open(wait=True, timeout=self.timeout_s)
         except Exception as exc:
@@ -687,6 +826,12 @@ class PostgresStore(_LoaderMixin):
                 los.append(lo)
                 his.append(hi)
         params = (docs, los, his)
+        rows = self.breaker.call(
+            lambda: self._fetch_rows(params, limit, len(merged)), what=f"PostgreSQL store {self._label} fetch"
+        )
+        return [_from_row(r) for r in rows]
+
+    def _fetch_rows(self, params: tuple[list[str], list[int], list[int]], limit: float, docs: int) -> Any:
         try:
             with self._pool.connection(timeout=limit) as conn:
                 if limit == self.timeout_s:
@@ -705,10 +850,10 @@ class PostgresStore(_LoaderMixin):
             if timed_out:
                 raise StoreError(
                     f"PostgreSQL store {self._label} fetch timed out after {limit:g} s "
-                    f"({len(merged)} documents): {_reason(exc)}; raise timeout_s."
+                    f"({docs} documents): {_reason(exc)}; raise timeout_s."
                 ) from None
             raise StoreError(f"PostgreSQL store {self._label} fetch failed: {_reason(exc)}.") from None
-        return [_from_row(r) for r in rows]
+        return rows
 
     def count(self) -> int:
         """How many chunks the store holds."""

@@ -184,3 +184,66 @@ def test_eval_rejects_a_missing_data_file(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", str(tmp_path / "none.jsonl")])
     assert result.exit_code == 2
     assert "does not exist" in " ".join(result.stderr.split())
+
+
+def test_eval_with_a_reader_adds_accuracy_the_sweep_and_a_prior(tmp_path: Path) -> None:
+    from .test_reader import ChatServer, _queries, reading_model
+
+    rows = [
+        {
+            "id": q.id,
+            "question": q.question,
+            "answers": list(q.answers),
+            "chunks": [dict(c) for c in q.chunks],
+        }
+        for q in _queries()
+    ]
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    server = ChatServer(reading_model)
+    try:
+        args = ["eval", str(data), "-s", "naive,qa", "-b", "200", "--reader", server.base_url]
+        args += ["--reader-model", "m", "--reader-key-env", "", "--reader-cache", str(tmp_path / "c.sqlite")]
+        args += ["--positions", "3", "--prior-out", str(tmp_path / "prior.json")]
+        args += ["--json", str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html")]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        sent = len(server.requests)
+        again = runner.invoke(app, args)
+        assert again.exit_code == 0 and len(server.requests) == sent  # all from the cache
+    finally:
+        server.close()
+    assert "Reader accuracy" in result.stdout and "closed-book" in result.stdout and "oracle" in result.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    naive = next(s for s in report["reader"]["summaries"] if s["strategy"] == "naive")
+    assert naive["accuracy"] == 2 / 3 and naive["answered"] == 3
+    assert report["reader"]["sweep"]["k"] == 3
+    prior = json.loads((tmp_path / "prior.json").read_text())
+    assert prior["positions"] == [1, 2, 3] and prior["num_documents"] == 3
+    html = (tmp_path / "r.html").read_text()
+    assert "Reader accuracy" in html and "U-curve" in html and html.count("<svg") >= 7
+    # the prior file is accepted by --prior
+    rerun = runner.invoke(
+        app, ["eval", str(data), "-s", "naive", "-b", "200", "--prior", str(tmp_path / "prior.json")]
+    )
+    assert rerun.exit_code == 0, rerun.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--reader", "http://127.0.0.1:9/v1"], "needs --reader-model"),
+        (["--positions", "5"], "need a reader model"),
+        (
+            ["--reader", "http://127.0.0.1:9/v1", "--reader-model", "m", "--reader-key-env", ""],
+            "cannot be used",
+        ),
+    ],
+)
+def test_eval_reader_options_fail_clearly(extra: list[str], message: str, tmp_path: Path) -> None:
+    data = _data()
+    args = ["eval", data, "--limit", "2", "-s", "naive", "-b", "300"]
+    args += ["--reader-cache", str(tmp_path / "c.sqlite"), *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output.replace("\n", " ")

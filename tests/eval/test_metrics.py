@@ -175,3 +175,47 @@ def test_median_and_percentile_on_hand_computed_values() -> None:
     assert percentile([], 95) is None
     with pytest.raises(ValueError, match="q must be in"):
         percentile(values, 101)
+
+
+# -- intervals and paired tests ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (0, 30), (4, 30), (15, 30), (30, 30), (97, 300)])
+def test_wilson_interval_matches_scipy(k: int, n: int) -> None:
+    stats = pytest.importorskip("scipy.stats")
+    from contextwright.eval.metrics import wilson_interval
+
+    ref = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    lo, hi = wilson_interval(k, n) or (None, None)
+    assert lo == pytest.approx(ref.low, abs=1e-6) and hi == pytest.approx(ref.high, abs=1e-6)
+
+
+def test_wilson_interval_of_nothing_is_none_and_bad_counts_raise() -> None:
+    from contextwright.eval.metrics import wilson_interval
+
+    assert wilson_interval(0, 0) is None
+    with pytest.raises(ValueError, match="successes <= n"):
+        wilson_interval(5, 3)
+
+
+@pytest.mark.parametrize(("b", "c"), [(0, 0), (1, 9), (9, 1), (5, 5), (0, 12), (20, 31)])
+def test_mcnemar_exact_is_a_two_sided_binomial_test_of_the_discordant_pairs(b: int, c: int) -> None:
+    stats = pytest.importorskip("scipy.stats")
+    from contextwright.eval.metrics import mcnemar_exact
+
+    expected = 1.0 if b + c == 0 else stats.binomtest(b, b + c, 0.5).pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9)
+
+
+def test_paired_bootstrap_delta_is_deterministic_and_brackets_the_mean() -> None:
+    from contextwright.eval.metrics import paired_bootstrap_delta
+
+    a = [True] * 10 + [False] * 30
+    b = [True] * 10 + [True] * 12 + [False] * 18
+    delta, lo, hi = paired_bootstrap_delta(a, b) or (0, 0, 0)
+    assert delta == pytest.approx(12 / 40) and lo < delta < hi and lo > 0
+    assert paired_bootstrap_delta(a, b) == paired_bootstrap_delta(a, b)
+    assert paired_bootstrap_delta(a, a) == (0.0, 0.0, 0.0)
+    assert paired_bootstrap_delta([], []) is None
+    with pytest.raises(ValueError, match="same length"):
+        paired_bootstrap_delta([True], [])

@@ -100,3 +100,58 @@ def test_order_stage_by_name_and_error() -> None:
     assert isinstance(order_stage("relevance"), ScoreOrder)
     with pytest.raises(ConfigError, match=r"unknown order 'random'; valid: relevance"):
         order_stage("random")
+
+
+# -- prior_order: ordering calibrated to a measured positional prior ----------------------------
+
+
+def _ranked(n: int) -> list[Chunk]:
+    return list(
+        chunks_from_dicts([{"id": f"r{i}", "text": f"t{i}", "score": 1.0 - i / 10} for i in range(n)])
+    )
+
+
+def _write_prior(tmp_path: object, accuracy: list[float]) -> str:
+    import json
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "prior.json"
+    path.write_text(
+        json.dumps(
+            {
+                "positions": list(range(1, len(accuracy) + 1)),
+                "num_documents": len(accuracy),
+                "accuracy": accuracy,
+                "closed_book": 10.0,
+            }
+        )
+    )
+    return str(path)
+
+
+def test_prior_order_follows_a_falling_prior_as_relevance_order(tmp_path: object) -> None:
+    from contextwright.stages.order import PriorOrder
+
+    stage = PriorOrder(prior=_write_prior(tmp_path, [90.0, 70.0, 50.0, 30.0]))
+    out = stage(_ranked(4)).chunks
+    assert [c.id for c in out] == ["r0", "r1", "r2", "r3"]
+
+
+def test_prior_order_puts_the_best_chunks_at_the_ends_of_a_u_curve(tmp_path: object) -> None:
+    from contextwright.stages.order import PriorOrder
+
+    # measured: start best, end second, middle worst (Liu et al.'s U)
+    stage = PriorOrder(prior=_write_prior(tmp_path, [80.0, 50.0, 40.0, 45.0, 70.0]))
+    out = stage(list(reversed(_ranked(5)))).chunks
+    assert [c.id for c in out] == ["r0", "r2", "r4", "r3", "r1"]
+    assert stage.positions(5) == [0, 4, 1, 3, 2]
+    assert PriorOrder().positions(5) == [0, 4, 1, 3, 2]  # Liu et al. 2024, the default
+
+
+def test_prior_order_rejects_a_missing_prior_file_naming_it(tmp_path: object) -> None:
+    from contextwright.stages.order import PriorOrder
+
+    with pytest.raises(ConfigError, match=r"cannot read prior file .*nope\.json"):
+        PriorOrder(prior=f"{tmp_path}/nope.json")
+    with pytest.raises(ConfigError, match="prior must be 'liu2024' or the path"):
+        PriorOrder(prior="")

@@ -28,14 +28,26 @@ from contextwright.eval.metrics import (
     chunk_retention,
     first_answer_block,
     in_middle_third,
+    mcnemar_exact,
     median,
     normalize_answer,
     normalize_answer_unicode,
     normalized_position,
+    paired_bootstrap_delta,
     percentile,
     redundancy,
+    wilson_interval,
 )
 from contextwright.eval.priors import LIU_2024, PositionalPrior, load_prior
+from contextwright.eval.reader import (
+    PositionSweep,
+    Reader,
+    ReaderAnswer,
+    ReaderResult,
+    ReaderSummary,
+    evaluate_reader,
+    position_sweep,
+)
 from contextwright.eval.runner import (
     DEFAULT_BUDGETS,
     EvalResult,
@@ -59,7 +71,7 @@ from contextwright.eval.strategies import (
 )
 
 if TYPE_CHECKING:
-    from contextwright.eval.report import render_html, render_table, to_json, write_html
+    from contextwright.eval.report import render_html, render_reader_table, render_table, to_json, write_html
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -70,8 +82,13 @@ __all__ = [
     "GreedyStrategy",
     "NaiveStrategy",
     "PipelineStrategy",
+    "PositionSweep",
     "PositionalPrior",
     "QueryResult",
+    "Reader",
+    "ReaderAnswer",
+    "ReaderResult",
+    "ReaderSummary",
     "Strategy",
     "StrategyOutput",
     "Summary",
@@ -82,27 +99,33 @@ __all__ = [
     "default_strategies",
     "evaluate",
     "evaluate_query",
+    "evaluate_reader",
     "first_answer_block",
     "in_middle_third",
     "load_prior",
     "load_queries",
+    "mcnemar_exact",
     "median",
     "normalize_answer",
     "normalize_answer_unicode",
     "normalized_position",
     "open_corpus_store",
+    "paired_bootstrap_delta",
     "percentile",
+    "position_sweep",
     "query_from_dict",
     "redundancy",
     "render_html",
+    "render_reader_table",
     "render_table",
     "score_output",
     "summarize",
     "to_json",
+    "wilson_interval",
     "write_html",
 ]
 
-_REPORT = frozenset({"render_html", "render_table", "to_json", "write_html"})
+_REPORT = frozenset({"render_html", "render_reader_table", "render_table", "to_json", "write_html"})
 
 
 def __getattr__(name: str) -> Any:

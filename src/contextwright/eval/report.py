@@ -23,9 +23,19 @@ from typing import Any
 
 from contextwright.errors import missing_extra
 from contextwright.eval.metrics import REDUNDANCY_SHINGLE
+from contextwright.eval.reader import ReaderResult
 from contextwright.eval.runner import EvalResult, Summary
 
-__all__ = ["COLUMNS", "DEFINITIONS", "render_html", "render_table", "to_json", "write_html"]
+__all__ = [
+    "COLUMNS",
+    "DEFINITIONS",
+    "READER_DEFINITIONS",
+    "render_html",
+    "render_reader_table",
+    "render_table",
+    "to_json",
+    "write_html",
+]
 
 #: What each column of the table means (also printed in the HTML report).
 DEFINITIONS: dict[str, str] = {
@@ -68,6 +78,27 @@ COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("p50 ms", "all", "latency_p50_ms", "ms"),
     ("p95 ms", "all", "latency_p95_ms", "ms"),
 )
+
+
+#: What each column of the reader table means.
+READER_DEFINITIONS: dict[str, str] = {
+    "n": "questions answered (a failed request is not scored; see 'fail')",
+    "fail": "requests that failed (HTTP error after retries, timeout, context over the model's window, "
+    "empty or malformed reply); each is listed with its error in the JSON",
+    "acc%": "accuracy: replies containing a gold answer as whole words after NQ normalization "
+    "(lower-case, no punctuation, no articles), / answered",
+    "95% CI": "Wilson score interval of the accuracy",
+    "EM%": "exact match: the normalized reply equals a normalized gold answer",
+    "Δ naive": "accuracy minus naive's at the same budget, on the queries both answered "
+    "(closed-book and oracle: against naive at the smallest budget)",
+    "Δ 95% CI": "paired bootstrap interval of the delta (2,000 resamples of queries)",
+    "p": "McNemar's exact two-sided p-value of the paired comparison with naive",
+    "cite%": "replies citing at least one [n], / answered (numbered contexts only)",
+    "cite prec%": "cited numbers whose block contains a gold answer, / cited numbers "
+    "(a number with no block counts as imprecise)",
+    "tokens": "mean tokens sent (the messages' contents, counted with the evaluation's tokenizer)",
+    "p50 ms": "median reader latency per request (a cached reply keeps its original latency)",
+}
 
 
 def _fmt(value: Any, kind: str) -> str:
@@ -135,6 +166,80 @@ def render_table(result: EvalResult, *, title: str | None = None) -> Any:
     return table
 
 
+def _reader_rows(reader: ReaderResult) -> list[tuple[str, str, list[str]]]:
+    rows = []
+    for s in reader.summaries:
+        ci = (
+            f"{100 * s.accuracy_low:.1f}–{100 * s.accuracy_high:.1f}"
+            if s.accuracy_low is not None and s.accuracy_high is not None
+            else "–"
+        )
+        dci = (
+            f"{100 * s.delta_low:+.1f}…{100 * s.delta_high:+.1f}"
+            if s.delta_low is not None and s.delta_high is not None
+            else "–"
+        )
+        rows.append(
+            (
+                s.strategy,
+                str(s.budget) if s.budget else "–",
+                [
+                    str(s.answered),
+                    str(s.failed),
+                    _fmt(s.accuracy, "pct"),
+                    ci,
+                    _fmt(s.exact, "pct"),
+                    f"{100 * s.delta:+.1f}" if s.delta is not None else "–",
+                    dci,
+                    f"{s.p_value:.3g}" if s.p_value is not None else "–",
+                    _fmt(s.cite_share, "pct"),
+                    _fmt(s.cite_precision, "pct"),
+                    _fmt(s.tokens_mean, "int"),
+                    _fmt(s.latency_p50_ms, "ms"),
+                ],
+            )
+        )
+    return rows
+
+
+def _reader_caption(reader: ReaderResult) -> str:
+    m = reader.meta
+    return (
+        f"reader {m.get('model', '?')} {'cached from' if m.get('offline') else 'at'} {m.get('endpoint', '?')} · "
+        f"{m.get('queries', '?')} queries · "
+        f"max_tokens {m.get('max_tokens', '?')}, temperature {m.get('temperature', '?')} · "
+        f"{m.get('requests', 0)} requests, {m.get('cached', 0)} cached, {m.get('failed', 0)} failed"
+    )
+
+
+def render_reader_table(reader: ReaderResult, *, title: str | None = "Reader accuracy") -> Any:
+    """The reader summary as a Rich table, one row per strategy and budget.
+
+    Raises:
+        MissingDependencyError: without Rich (extra ``eval``).
+    """
+    try:
+        from rich.markup import escape
+        from rich.table import Table
+    except ImportError:
+        raise missing_extra("rich", "eval") from None
+    table = Table(title=title, caption=_reader_caption(reader), title_justify="left", caption_justify="left")
+    table.add_column("strategy", no_wrap=True)
+    table.add_column("budget", justify="right")
+    for header in READER_DEFINITIONS:
+        table.add_column(escape(header), justify="right")
+    for name, budget, cells in _reader_rows(reader):
+        table.add_row(escape(name), budget, *cells)
+    if reader.sweep is not None:
+        sw = reader.sweep
+        table.caption = (table.caption or "") + (
+            f"\nposition sweep (k={sw.k}, {sw.queries} queries): "
+            + " ".join(f"{i}:{_fmt(a, 'pct')}" for i, a in enumerate(sw.accuracy, 1))
+            + f" · closed-book {_fmt(sw.closed_book, 'pct')}"
+        )
+    return table
+
+
 def to_json(
     result: EvalResult, path: str | Path | None = None, *, meta: Mapping[str, Any] | None = None
 ) -> str:
@@ -142,6 +247,8 @@ def to_json(
     data = result.to_dict()
     data["meta"] = {**data["meta"], **(meta or {})}
     data["definitions"] = DEFINITIONS
+    if result.reader is not None:
+        data["reader_definitions"] = READER_DEFINITIONS
     text = json.dumps(data, ensure_ascii=False, indent=1)
     if path is not None:
         Path(path).write_text(text + "\n", encoding="utf-8")
@@ -295,6 +402,103 @@ def _plots(result: EvalResult) -> list[tuple[str, str]]:
         ]
 
 
+def _reader_plot(reader: ReaderResult, prefix: str) -> str:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 3.8))
+    ax = fig.subplots()
+    refs = {s.strategy: s for s in reader.summaries if s.budget == 0}
+    rows = [s for s in reader.summaries if s.budget != 0]
+    names = list(dict.fromkeys(s.strategy for s in rows))
+    budgets = sorted({s.budget for s in rows})
+    colors = _colors(names)
+    width = 0.8 / max(1, len(names))
+    for j, name in enumerate(names):
+        xs, ys, lo, hi = [], [], [], []
+        for i, b in enumerate(budgets):
+            s = next((r for r in rows if r.strategy == name and r.budget == b), None)
+            if s is None or s.accuracy is None:
+                continue
+            xs.append(i + (j - (len(names) - 1) / 2) * width)
+            ys.append(100 * s.accuracy)
+            lo.append(100 * (s.accuracy - (s.accuracy_low or 0.0)))
+            hi.append(100 * ((s.accuracy_high or 0.0) - s.accuracy))
+        ax.bar(xs, ys, width=width * 0.9, color=colors[name], label=name)
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="0.2", capsize=2, lw=1)
+    for name, style in (("closed-book", ":"), ("oracle", "--")):
+        s = refs.get(name)
+        if s is not None and s.accuracy is not None:
+            ax.axhline(100 * s.accuracy, ls=style, color="0.3", label=f"{name} {100 * s.accuracy:.1f}%")
+    ax.set_xticks(range(len(budgets)), [str(b) for b in budgets])
+    ax.set_xlabel("budget (tokens)")
+    ax.set_ylabel("reader accuracy (%)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize="small", loc="best")
+    return _svg(fig, prefix)
+
+
+def _sweep_plot(reader: ReaderResult, prefix: str) -> str:
+    from matplotlib.figure import Figure
+
+    sw = reader.sweep
+    assert sw is not None
+    fig = Figure(figsize=(5.2, 3.6))
+    ax = fig.subplots()
+    xs = [i + 1 for i, a in enumerate(sw.accuracy) if a is not None]
+    ys = [100 * a for a in sw.accuracy if a is not None]
+    lo = [100 * (a - (lo or 0.0)) for a, lo in zip(sw.accuracy, sw.low, strict=True) if a is not None]
+    hi = [100 * ((h or 0.0) - a) for a, h in zip(sw.accuracy, sw.high, strict=True) if a is not None]
+    ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=sw.model)
+    if sw.closed_book is not None:
+        ax.axhline(100 * sw.closed_book, ls=":", color="0.3", label="closed-book")
+    ax.set_xticks(list(range(1, sw.k + 1)))
+    ax.set_xlabel(f"position of the answer chunk among {sw.k}")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"{sw.queries} queries, 95% Wilson intervals", fontsize="medium")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return _svg(fig, prefix)
+
+
+def _reader_html(reader: ReaderResult) -> list[str]:
+    import matplotlib
+
+    parts = [
+        "<h2>Reader accuracy</h2>",
+        f'<p class="meta">{_e(_reader_caption(reader))}</p>',
+        "<table><thead><tr><th>strategy</th><th>budget</th>",
+        *(f"<th>{_e(h)}</th>" for h in READER_DEFINITIONS),
+        "</tr></thead><tbody>",
+    ]
+    for name, budget, cells in _reader_rows(reader):
+        parts.append(
+            f"<tr><td>{_e(name)}</td><td>{_e(budget)}</td>" + "".join(f"<td>{_e(x)}</td>" for x in cells)
+        )
+        parts.append("</tr>")
+    parts.append("</tbody></table>")
+    with matplotlib.rc_context({"svg.hashsalt": "contextwright", "svg.fonttype": "path"}):
+        parts.append("<h2>Reader accuracy by strategy and budget (95% intervals)</h2>")
+        parts.append(f"<figure>{_reader_plot(reader, 'r1-')}</figure>")
+        if reader.sweep is not None and any(reader.sweep.answered):
+            parts.append("<h2>Accuracy by the answer's position (the U-curve, Liu et al. on this model)</h2>")
+            parts.append(f"<figure>{_sweep_plot(reader, 'r2-')}</figure>")
+            parts.append(
+                "<p>As a prior file for <code>--prior</code>:</p>"
+                f"<pre>{_e(json.dumps(reader.sweep.prior_dict(), indent=1))}</pre>"
+            )
+    failures = [a for a in reader.answers if not a.ok][:20]
+    if failures:
+        parts.append("<h2>Failed reader requests (first 20)</h2><ul>")
+        parts.extend(
+            f"<li>{_e(a.query_id)} · {_e(a.strategy)} {a.budget or ''}: {_e(a.error)}</li>" for a in failures
+        )
+        parts.append("</ul>")
+    parts.append("<h3>Reader columns</h3><dl>")
+    parts.extend(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in READER_DEFINITIONS.items())
+    parts.append("</dl>")
+    return parts
+
+
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;
 padding:0 1em;color:#222}
@@ -349,6 +553,8 @@ def render_html(
         parts.append("<h2>Notes</h2><ul>")
         parts.extend(f"<li><b>{_e(n)}</b>: {_e(r)}</li>" for n, r in result.notes.items())
         parts.append("</ul>")
+    if result.reader is not None:
+        parts.extend(_reader_html(result.reader))
     for heading, svg in _plots(result):
         parts.append(f"<h2>{_e(heading)}</h2><figure>{svg}</figure>")
     parts.append("<h2>Definitions</h2><dl>")

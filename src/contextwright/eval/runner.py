@@ -37,6 +37,7 @@ from contextwright.eval.metrics import (
     redundancy,
 )
 from contextwright.eval.priors import PositionalPrior, load_prior
+from contextwright.eval.reader import ReaderResult
 from contextwright.eval.strategies import Strategy, StrategyOutput, build_strategy, default_strategies
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
@@ -322,6 +323,7 @@ class EvalResult:
         notes: Strategies that ran without an optional resource, and what they lacked.
         budgets: The budgets.
         meta: Query counts, tokenizer, prior.
+        reader: What a reader model answered (:func:`~contextwright.eval.reader.evaluate_reader`), if asked.
 
     Example:
         >>> result = evaluate(queries, ["naive", "qa"], [300, 1000])
@@ -335,6 +337,7 @@ class EvalResult:
     budgets: tuple[int, ...]
     notes: Mapping[str, str] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    reader: ReaderResult | None = None
 
     def summary(self, strategy: str, budget: int, subset: Subset = "all") -> Summary:
         """The summary of one strategy at one budget.
@@ -357,6 +360,7 @@ class EvalResult:
             "notes": dict(self.notes),
             "summaries": [s.to_dict() for s in self.summaries],
             "results": [r.to_dict() for r in self.results],
+            "reader": self.reader.to_dict() if self.reader is not None else None,
         }
 
 

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,6 +52,9 @@ class StrategyOutput:
         text: The full context string the model would read.
         blocks: The texts of its blocks, in order (headers not included).
         member_ids: For each block, the input chunk ids it stands for.
+        context: The :class:`~contextwright.types.AssembledContext` of a pipeline
+            strategy (its ``messages()`` and citations), ``None`` for a baseline; not
+            compared (its report holds timings).
 
     Example:
         >>> StrategyOutput(text="A\n\nB", blocks=("A", "B"), member_ids=(("c1",), ("c2", "c3")))
@@ -60,6 +63,7 @@ class StrategyOutput:
     text: str
     blocks: tuple[str, ...]
     member_ids: tuple[tuple[str, ...], ...]
+    context: Any = field(default=None, compare=False, repr=False)
 
 
 @runtime_checkable
@@ -330,6 +334,7 @@ class PipelineStrategy:
             text=ctx.text,
             blocks=tuple(c.text for c in ctx.chunks),
             member_ids=tuple(c.member_ids for c in ctx.chunks),
+            context=ctx,
         )
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from contextwright.errors import ConfigError
 from contextwright.stages.base import register_stage
@@ -31,6 +31,7 @@ __all__ = [
     "ChronologicalOrder",
     "DocumentOrder",
     "LostInTheMiddleOrder",
+    "PriorOrder",
     "ScoreOrder",
     "order_stage",
 ]
@@ -149,6 +150,53 @@ class AutoOrder:
         inner = ScoreOrder() if len(chunks) <= self.threshold else BookendOrder()
         result = inner(chunks)
         return StageResult.of(self.name, chunks, result.chunks, notes=(f"used {inner.name}",))
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriorOrder:
+    """Put the strongest chunks where *your* reader reads best, from a measured positional prior.
+
+    ``prior`` is a prior file (JSON/TOML, as written by ``contextwright eval
+    --reader ... --positions K --prior-out FILE``) or ``liu2024`` (Liu et al.,
+    GPT-3.5). For n blocks, each position ``i`` gets the prior's expected
+    accuracy at ``i / (n - 1)``; positions are ranked by that accuracy (ties:
+    earlier first) and the chunks by relevance, and the k-th best chunk goes to
+    the k-th best position. With a U-shaped prior this is a bookend order; with
+    a prior that falls off steadily it is relevance order.
+
+    Example:
+        >>> PriorOrder(prior="smollm2-prior.json")
+    """
+
+    name: ClassVar[str] = "prior_order"
+    requires: ClassVar[tuple[str, ...]] = ()
+    prior: str = "liu2024"
+    _curve: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prior, str) or not self.prior:
+            raise ConfigError(
+                f"prior must be 'liu2024' or the path of a prior file; got {self.prior!r}. "
+                "Write one with: contextwright eval --reader URL --positions 5 --prior-out prior.json"
+            )
+        # A leaf module (it imports only errors); loaded lazily so stages stay free of eval at import.
+        from contextwright.eval.priors import load_prior
+
+        object.__setattr__(self, "_curve", load_prior(self.prior))
+
+    def positions(self, n: int) -> list[int]:
+        """The n positions, best first, under the prior."""
+        span = max(1, n - 1)
+        return sorted(range(n), key=lambda i: (-self._curve.accuracy(i / span if n > 1 else 0.0), i))
+
+    def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
+        ranked = by_relevance(chunks)
+        out: list[Chunk | None] = [None] * len(ranked)
+        for chunk, slot in zip(ranked, self.positions(len(ranked)), strict=True):
+            out[slot] = chunk
+        placed = [c for c in out if c is not None]
+        return StageResult.of(self.name, chunks, placed, notes=(f"prior {self._curve.name}",))
 
 
 _ORDERS: dict[str, type] = {

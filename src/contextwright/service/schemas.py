@@ -1,0 +1,365 @@
+"""Request and response schemas of the HTTP service, and the JSON encoder.
+
+The response models (and :class:`CitationIn`) are the same for every app, so they
+are module-level classes. The request models carry the app's limits
+(``max_chunks``, ``max_text_chars``, ``max_query_chars``), so :func:`request_models`
+builds them per app: two apps with different limits in one process each validate
+with their own.
+
+Note: this module does not use ``from __future__ import annotations``: FastAPI
+and pydantic resolve annotations at run time and need the real objects, and the
+per-app classes are local to :func:`request_models`.
+"""
+
+import dataclasses
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from contextwright.service.settings import ServiceConfig
+
+__all__ = [
+    "AssembleResponse",
+    "CitationIn",
+    "CitationOut",
+    "Health",
+    "Problem",
+    "RequestModels",
+    "ResolveResponse",
+    "dumps",
+    "request_models",
+]
+
+# Positions are JSON integers of at most 53 bits: every JSON parser keeps
+# them exact, and the response encoder can always write them back.
+SafeInt = Annotated[int, Field(ge=-(2**53), le=2**53)]
+
+FormatName: Any = Literal["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
+OrderName: Any = Literal[
+    "relevance",
+    "score",
+    "chronological",
+    "document",
+    "document_first",
+    "lost_in_the_middle",
+    "litm",
+    "interleave",
+    "bookend",
+    "auto",
+]
+TEXT_ALIASES = ("text", "content", "page_content", "chunk", "passage")
+
+
+# -- responses (the same for every app) ----------------------------------------------
+
+
+class CitationOut(BaseModel):
+    index: int
+    label: str
+    chunk_ids: list[str]
+    doc_id: str | None
+    source: str | None
+    title: str | None
+    section: str | None
+    page: int | None
+    line: int | None
+    score: float
+    snippet: str
+    also_sources: list[str]
+    index_span: list[int] | None
+    spans: list[list[int]] = Field(
+        default_factory=list,
+        description="Character offsets (start, end) into the chunk's input text of what the block "
+        "shows, when a stage cut it; empty when the block shows the text whole.",
+    )
+
+
+class DropOut(BaseModel):
+    chunk_id: str
+    reason: str
+    related: str | None = None
+    detail: str | None = None
+
+
+class ChangeOut(BaseModel):
+    chunk_id: str
+    action: str
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    detail: str | None = None
+
+
+class StageReportOut(BaseModel):
+    stage: str
+    chunks_in: int
+    chunks_out: int
+    tokens_in: int | None
+    tokens_out: int | None
+    ms: float
+    dropped: list[DropOut]
+    changed: list[ChangeOut]
+    added: list[str]
+    notes: list[str]
+
+
+class MessageOut(BaseModel):
+    role: str
+    content: str
+
+
+class HistoryOut(BaseModel):
+    tokens: int
+    budget: int
+    kept: int
+    dropped: list[int] = Field(description="Positions in the request's history of the dropped turns.")
+    summary: str | None
+    notes: list[str]
+    messages: list[MessageOut] = Field(description="The kept turns, oldest first, to send to the model.")
+
+
+class ReportOut(BaseModel):
+    summary: str
+    input_chunks: int
+    input_tokens: int
+    output_chunks: int
+    tokens: int
+    budget: int
+    zones: dict[str, int]
+    stages: list[StageReportOut]
+    history: HistoryOut | None = None
+
+
+class BlockOut(BaseModel):
+    index: int
+    label: str
+    id: str
+    chunk_ids: list[str]
+    doc_id: str | None
+    title: str | None
+    source: str | None
+    score: float
+    tokens: int = Field(description="Tokens of the block (header, text, footer) in the context.")
+    start: int | None = Field(description="Offset of the block in text (None if not locatable).")
+    end: int | None
+    ops: list[str]
+    origin: str
+
+
+class InputOut(BaseModel):
+    id: str
+    text: str
+    score: float
+    doc_id: str | None
+    title: str | None
+
+
+class AssembleResponse(BaseModel):
+    query: str
+    text: str
+    tokens: int
+    budget: int
+    tokenizer: str
+    citations: list[CitationOut]
+    report: ReportOut
+    blocks: list[BlockOut]
+    inputs: list[InputOut] | None = None
+
+
+class CitationIn(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    index: int = Field(ge=1, le=1_000_000)
+    label: str | None = Field(None, max_length=100)
+    chunk_ids: list[str] = Field(default_factory=list)
+    doc_id: str | None = None
+    source: str | None = None
+    title: str | None = None
+    section: str | None = None
+    page: SafeInt | None = None
+    line: SafeInt | None = None
+    score: float = Field(0.0, allow_inf_nan=False)
+    snippet: str = ""
+    also_sources: list[str] = Field(default_factory=list)
+    index_span: list[SafeInt] | None = Field(None, min_length=2, max_length=2)
+    spans: list[Annotated[list[SafeInt], Field(min_length=2, max_length=2)]] = Field(
+        default_factory=list, max_length=10_000
+    )
+
+
+class ResolveResponse(BaseModel):
+    numbers: list[int] = Field(description="Every cited number, in first-mention order.")
+    cited: list[CitationOut] = Field(description="The citations the answer refers to.")
+    missing: list[int] = Field(description="Numbers that match no citation (hallucinated).")
+    uncited: list[CitationOut] = Field(description="Citations the answer never mentions.")
+    ok: bool
+
+
+class Problem(BaseModel):
+    """An RFC 7807 problem detail."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    code: str
+    loc: list[str | int] | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok, or draining after SIGTERM (then the status code is 503).")
+    version: str
+    assemblers: int = Field(description="Assemblers built and cached in this worker process.")
+    in_flight: int = Field(0, description="Requests being answered by this worker process.")
+
+
+# -- requests (limits from the app's settings) ---------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequestModels:
+    """The request models of one app, built with that app's limits."""
+
+    TurnIn: type[BaseModel]
+    ChunkIn: type[BaseModel]
+    AssembleRequest: type[BaseModel]
+    ContextIn: type[BaseModel]
+    ResolveRequest: type[BaseModel]
+
+
+def request_models(cfg: ServiceConfig) -> RequestModels:
+    """Build the request models whose limits come from ``cfg``."""
+    from contextwright.config import list_presets
+
+    max_text = cfg.max_text_chars
+    # Enums for the schema (and for clients); the library still checks the values.
+    PresetName: Any = Literal[tuple(sorted(list_presets()))]
+    text_aliases = TEXT_ALIASES
+
+    class TurnIn(BaseModel):
+        """One conversation turn."""
+
+        model_config = ConfigDict(extra="forbid", strict=True)
+        role: str = Field(max_length=50, description="system, user, assistant, tool, ...")
+        content: str = Field(max_length=max_text)
+
+    class ChunkIn(BaseModel):
+        """A retrieved chunk. Only ``text`` (or an alias: content, page_content) is required;
+        unknown fields are kept as metadata."""
+
+        model_config = ConfigDict(extra="allow", strict=True)
+        text: str | None = Field(None, max_length=max_text)
+        id: Annotated[str, Field(max_length=1_000)] | int | None = None
+        score: float | None = Field(None, allow_inf_nan=False)
+        doc_id: str | int | None = None
+        index: SafeInt | None = None
+        source: str | None = None
+        title: str | None = None
+        section: str | None = None
+        page: SafeInt | None = None
+        line: SafeInt | None = None
+        metadata: dict[str, Any] | None = None
+        embedding: list[float] | None = Field(None, max_length=8_192)
+
+        @model_validator(mode="after")
+        def _alias_lengths(self) -> "ChunkIn":
+            extra = self.model_extra
+            if not extra:
+                return self
+            for key in text_aliases[1:]:
+                value = extra.get(key)
+                if isinstance(value, str) and len(value) > max_text:
+                    raise ValueError(f"{key} must have at most {max_text} characters")
+            return self
+
+    class AssembleRequest(BaseModel):
+        """Chunks to assemble for a query, and how."""
+
+        model_config = ConfigDict(
+            extra="forbid",
+            strict=True,
+            json_schema_extra={
+                "examples": [
+                    {
+                        "query": "Who discovered X-rays?",
+                        "budget": 300,
+                        "chunks": [
+                            {"id": "a", "text": "Wilhelm Röntgen discovered X-rays in 1895.", "score": 0.9},
+                            {"id": "b", "text": "X-rays are electromagnetic radiation.", "score": 0.4},
+                        ],
+                    }
+                ]
+            },
+        )
+        query: str = Field("", max_length=cfg.max_query_chars, description="The user's query.")
+        chunks: list[ChunkIn] = Field(
+            max_length=cfg.max_chunks, description="Retrieved chunks, best first or with scores."
+        )
+        preset: PresetName | None = Field(None, description="A server preset (default: the server's).")
+        config: dict[str, Any] | None = Field(
+            None,
+            description='A pipeline config ({"stages": [...], "format": ...}), or overrides of the '
+            'preset ({"format": "numbered"}). Same shape as contextwright config files.',
+        )
+        model: str | None = Field(None, max_length=200, description="Model name: tokenizer and zone budget.")
+        budget: int | None = Field(None, ge=0, le=10_000_000, description="Documents budget in tokens.")
+        tokenizer: str | None = Field(
+            None, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+(:[0-9.]+)?$", description="Tokenizer name."
+        )
+        format: FormatName | dict[str, Any] | None = Field(
+            None, description='Format override: a name, or {"type": "template", ...} if the server allows it.'
+        )
+        order: OrderName | None = Field(
+            None, description="Order override (replaces the preset's order stage)."
+        )
+        system: str | None = Field(
+            "default", max_length=max_text, description="System prompt name or text (counted in zones)."
+        )
+        history_tokens: int = Field(0, ge=0, le=10_000_000)
+        history: list[TurnIn] | None = Field(
+            None,
+            max_length=cfg.max_chunks,
+            description="Earlier conversation turns, oldest first, trimmed to history_tokens (oldest "
+            "first; never a system message or the latest user turn); report.history has the kept "
+            "messages and the dropped positions.",
+        )
+        output_tokens: int | None = Field(None, ge=0, le=10_000_000)
+        buffer_tokens: int = Field(128, ge=0, le=10_000_000)
+        inspect: bool = Field(False, description="Also return the normalized inputs (for the inspector).")
+
+    class ContextIn(BaseModel):
+        """A previous /v1/assemble response; only its citations are read."""
+
+        model_config = ConfigDict(extra="ignore", strict=True)
+        citations: list[CitationIn] = Field(max_length=cfg.max_chunks)
+
+    class ResolveRequest(BaseModel):
+        """An answer and the citations (or the whole assemble response) it was written from."""
+
+        model_config = ConfigDict(extra="forbid", strict=True)
+        answer: str = Field(max_length=max_text)
+        citations: list[CitationIn] | None = Field(None, max_length=cfg.max_chunks)
+        context: ContextIn | None = None
+
+    return RequestModels(TurnIn, ChunkIn, AssembleRequest, ContextIn, ResolveRequest)
+
+
+def dumps(obj: Any) -> bytes:
+    """Encode a response body (orjson when installed, else the standard library)."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(obj)  # type: ignore[no-any-return]
+        except TypeError:  # e.g. an integer beyond 64 bits in user metadata
+            pass
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _load_orjson() -> Any:
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
+_orjson = _load_orjson()

@@ -1,0 +1,184 @@
+"""Who may call the service and how often, and what a request may not make the server do.
+
+* :class:`ApiKeys`: the keys of ``api_keys_file``, kept as SHA-256 hashes and
+  compared in constant time;
+* :class:`RateLimiter`: a token bucket per key (or client address);
+* :func:`vet_tokenizer`, :func:`vet_pipeline`: no server files, templates or
+  network calls chosen by a request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import math
+import os
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contextwright.errors import ConfigError
+from contextwright.service.problems import Failure, Loc
+from contextwright.service.settings import ServiceConfig
+
+__all__ = ["ApiKeys", "RateLimiter", "vet_pipeline", "vet_tokenizer"]
+
+_HASH = re.compile(r"^sha256:([0-9a-fA-F]{64})$")
+
+
+class ApiKeys:
+    """The API keys a server accepts, as SHA-256 digests with a non-secret id each.
+
+    File format, one key per line: ``KEY``, or ``NAME KEY`` (``NAME`` is the id the
+    access log shows), or ``NAME sha256:HEX`` (the hex SHA-256 of the key, so the
+    file holds no usable secret). Blank lines and ``#`` comments are skipped.
+    Without a name, the id is ``key-`` and the first 8 hex digits of the hash.
+
+    Example:
+        >>> keys = ApiKeys.from_file("keys.txt")
+        >>> keys.identify("the-key-the-client-sent")     # the key's id, or None
+    """
+
+    def __init__(self, entries: Mapping[str, bytes]) -> None:
+        if not entries:
+            raise ConfigError("api keys: no keys given; a keyed server with no key would refuse every call.")
+        self._entries = [(digest, key_id) for key_id, digest in entries.items()]
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> ApiKeys:
+        """Read a keys file (see the class docstring for its format)."""
+        where = str(path)
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read api_keys_file {where!r}: {exc.strerror}; set CONTEXTWRIGHT_API_KEYS_FILE "
+                "to a file with one key per line."
+            ) from None
+        entries: dict[str, bytes] = {}
+        for n, line in enumerate(lines, 1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            parts = text.split()
+            if len(parts) > 2:
+                raise ConfigError(
+                    f"api_keys_file {where!r} line {n}: expected 'KEY' or 'NAME KEY', got {len(parts)} words."
+                )
+            secret = parts[-1]
+            m = _HASH.match(secret)
+            digest = bytes.fromhex(m.group(1)) if m else hashlib.sha256(secret.encode()).digest()
+            if not m and len(secret) < 16:
+                raise ConfigError(
+                    f"api_keys_file {where!r} line {n}: a key must have at least 16 characters "
+                    "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')."
+                )
+            key_id = parts[0] if len(parts) == 2 else "key-" + digest.hex()[:8]
+            if key_id in entries:
+                raise ConfigError(f"api_keys_file {where!r} line {n}: the name {key_id!r} is used twice.")
+            entries[key_id] = digest
+        if not entries:
+            raise ConfigError(f"api_keys_file {where!r} has no keys; add one key per line.")
+        return cls(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def identify(self, key: str) -> str | None:
+        """The id of ``key``, or ``None``; compares against every key in constant time."""
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+        found = None
+        for stored, key_id in self._entries:
+            if hmac.compare_digest(stored, digest):  # no early exit: the time does not depend on which
+                found = key_id
+        return found
+
+
+class RateLimiter:
+    """A token bucket per caller: ``rate`` requests per second, ``burst`` at once.
+
+    Used from the event loop only (no lock). It remembers at most ``max_callers``
+    buckets, dropping the least recently seen (a dropped caller starts full).
+    """
+
+    def __init__(self, rate: float, burst: int, *, max_callers: int = 10_000) -> None:
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self.max_callers = max_callers
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, caller: str, now: float | None = None) -> float:
+        """Take one token for ``caller``; 0 when allowed, else the seconds until a token is free."""
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets.pop(caller, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        wait = 0.0
+        if tokens >= 1.0:
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / self.rate
+        self._buckets[caller] = (tokens, now)
+        while len(self._buckets) > self.max_callers:
+            self._buckets.popitem(last=False)
+        return wait
+
+    @staticmethod
+    def retry_after(wait: float) -> str:
+        """The ``Retry-After`` value (whole seconds, at least 1) for a wait."""
+        return str(max(1, math.ceil(wait)))
+
+
+# Settings a request may not choose for its own stages: where the server connects to, and which
+# of the server's secrets (api_key_env names an environment variable) it sends along.
+_NETWORK_SETTING = re.compile(r"url|endpoint|host|api_key|_env$", re.IGNORECASE)
+
+
+def vet_tokenizer(spec: str | None) -> None:
+    """Refuse a tokenizer spec that names a file on the server."""
+    if spec and (spec.endswith(".json") or os.path.exists(spec)):
+        # get_tokenizer also loads tokenizer.json files and directories; a request must not
+        # make the server open its own files.
+        raise Failure(
+            422,
+            "invalid-option",
+            f"tokenizer {spec!r} names a file; pass a tokenizer name such as 'cl100k_base', "
+            "'o200k_base' or 'chars:4'.",
+            ["body", "tokenizer"],
+        )
+
+
+def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> None:
+    """Refuse what a request must not make the server do (templates, network calls)."""
+    from contextwright.render.format import TemplateFormat
+
+    if (
+        isinstance(pipeline.format, TemplateFormat)
+        and not config.allow_templates
+        and (o["format"] is not None or (o["config"] or {}).get("format") is not None)
+    ):
+        where: Loc = ["body", "format"] if o["format"] is not None else ["body", "config", "format"]
+        raise Failure(
+            422,
+            "template-not-allowed",
+            "template formats are disabled on this server (a template can run long); use a named "
+            "format (xml, numbered, sources, markdown, grouped, minimal) or start the server with "
+            "allow_templates = true.",
+            where,
+        )
+    if o["config"] is None or "stages" not in o["config"] or config.allow_network_stages:
+        return  # the stages are the server's preset's, which the operator chose
+    for i, stage in enumerate(pipeline.stages):
+        for f in dataclasses.fields(stage):
+            if _NETWORK_SETTING.search(f.name) and getattr(stage, f.name) not in (None, "", ()):
+                raise Failure(
+                    422,
+                    "network-stage-not-allowed",
+                    f"stage {stage.name!r} has the network setting {f.name!r}; request-supplied stages "
+                    "may not call other hosts on this server. Use a server preset, or start the "
+                    "server with allow_network_stages = true.",
+                    ["body", "config", "stages", i, f.name],
+                )

@@ -1,0 +1,252 @@
+"""Service settings: :class:`ServiceConfig`, read from a TOML file and ``CONTEXTWRIGHT_*`` variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contextwright.errors import ConfigError
+
+__all__ = ["ENV_PREFIX", "ServiceConfig"]
+
+ENV_PREFIX = "CONTEXTWRIGHT_"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceConfig:
+    """Settings of the HTTP service: where it listens, its limits and its defaults.
+
+    Every field can be set in a TOML file (top level or a ``[service]`` table)
+    and overridden by an environment variable ``CONTEXTWRIGHT_<FIELD>``
+    (``CONTEXTWRIGHT_MAX_CHUNKS=500``). :meth:`load` reads both.
+
+    Args:
+        host: Interface to bind (``contextwright serve``).
+        port: Port to bind.
+        workers: uvicorn worker processes.
+        max_body_bytes: Largest request body accepted (413 above).
+        max_chunks: Most chunks in one request (422 above).
+        max_text_chars: Longest chunk text, answer or system prompt (422 above).
+        max_query_chars: Longest query (422 above).
+        timeout_s: Per-request assembly timeout (504 after it).
+        threads: Threads that run assemblies (one process's share of the CPU).
+        preset: Default preset when a request names none.
+        model: Default model (zones and tokenizer) when a request names none.
+        budget: Default documents budget when a request gives none.
+        tokenizer: Default tokenizer spec (else the model's, else ``cl100k_base``).
+        format: Default format override (else the preset's).
+        order: Default order override (else the preset's).
+        store_url: A chunk store for stages that require ``store``
+            (:func:`contextwright.stores.open_store`: ``sqlite:///chunks.db``,
+            ``postgresql://...``).
+        max_assemblers: How many distinct configurations to keep assemblers for.
+        allow_templates: Accept ``{"type": "template"}`` formats from requests
+            (a template can burn CPU, so it is off by default).
+        allow_network_stages: Accept request stages with URL/endpoint settings
+            (e.g. an LLM compressor); off by default so that a request cannot
+            make the server call arbitrary hosts.
+        log_level: uvicorn's log level.
+        api_keys_file: A file of API keys, one per line (``KEY``, ``NAME KEY``, or
+            ``NAME sha256:HEX`` to keep only the key's hash on the server; ``#``
+            comments). When set, every request needs ``Authorization: Bearer KEY``
+            (401 otherwise). A relative path in a TOML file is relative to that file.
+        open_healthz: With keys, ``/healthz`` still answers without one (for probes).
+        open_metrics: With keys, ``/metrics`` still answers without one.
+        rate_limit_per_s: Requests per second each key (or, without keys, each
+            client address) may make; ``0`` turns the limit off. Over it: 429 with
+            ``Retry-After``.
+        rate_limit_burst: Requests a key may make at once before the rate applies
+            (the token bucket's size).
+        cors_origins: Origins allowed to call the service from a browser
+            (``https://app.example.com``; ``*`` for any); default none.
+        access_log: Write one JSON line per request to the ``contextwright.access``
+            logger (request id, key id, method, path, status, ms).
+        drain_grace_s: After SIGTERM, how long in-flight requests may take to finish
+            while new ones get 503.
+        body_timeout_s: A request body must arrive within this many seconds (408 after).
+
+    Example:
+        >>> cfg = ServiceConfig.load("service.toml")      # then CONTEXTWRIGHT_* variables
+        >>> cfg = ServiceConfig(budget=1_000, max_chunks=200, store_url="sqlite:///chunks.db")
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    max_body_bytes: int = 2_000_000
+    max_chunks: int = 1_000
+    max_text_chars: int = 100_000
+    max_query_chars: int = 10_000
+    timeout_s: float = 10.0
+    threads: int = 4
+    preset: str = "qa"
+    model: str | None = None
+    budget: int | None = None
+    tokenizer: str | None = None
+    format: str | None = None
+    order: str | None = None
+    store_url: str | None = None
+    max_assemblers: int = 64
+    allow_templates: bool = False
+    allow_network_stages: bool = False
+    log_level: str = "info"
+    api_keys_file: str | None = None
+    open_healthz: bool = True
+    open_metrics: bool = False
+    rate_limit_per_s: float = 0.0
+    rate_limit_burst: int = 20
+    cors_origins: tuple[str, ...] = ()
+    access_log: bool = True
+    drain_grace_s: float = 10.0
+    body_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        positive = ("port", "workers", "max_body_bytes", "max_chunks", "max_text_chars", "max_query_chars")
+        for name in (*positive, "threads", "max_assemblers", "rate_limit_burst"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"service setting {name!r} must be a positive integer; got {value!r}.")
+        if self.port > 65535:
+            raise ConfigError(f"service setting 'port' must be at most 65535; got {self.port!r}.")
+        for name in ("timeout_s", "drain_grace_s", "body_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(
+                    f"service setting {name!r} must be a positive number of seconds; got {value!r}."
+                )
+        rate = self.rate_limit_per_s
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < float("inf"):
+            raise ConfigError(
+                f"service setting 'rate_limit_per_s' must be a number >= 0 (0: no limit); got {rate!r}."
+            )
+        origins = self.cors_origins
+        if isinstance(origins, str):
+            origins = tuple(o.strip() for o in origins.split(",") if o.strip())
+        if not isinstance(origins, (list, tuple)) or not all(isinstance(o, str) for o in origins):
+            raise ConfigError(
+                f"service setting 'cors_origins' must be a list of origins such as "
+                f"['https://app.example.com']; got {origins!r}."
+            )
+        object.__setattr__(self, "cors_origins", tuple(origins))
+        if self.budget is not None and (
+            isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0
+        ):
+            raise ConfigError(
+                f"service setting 'budget' must be a non-negative integer; got {self.budget!r}."
+            )
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> ServiceConfig:
+        """Read a TOML file, then ``CONTEXTWRIGHT_*`` variables, then ``overrides``.
+
+        Args:
+            path: A TOML file; defaults to ``$CONTEXTWRIGHT_CONFIG`` when set.
+            env: The environment (default ``os.environ``).
+            **overrides: Values that win over both (``None`` values are ignored).
+
+        Raises:
+            ConfigError: naming the file, key or variable and the expected type.
+        """
+        env = os.environ if env is None else env
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        path = path if path is not None else env.get(ENV_PREFIX + "CONFIG") or None
+        if path is not None:
+            values.update(_read_toml(Path(path), fields))
+        for name in fields:
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is not None:
+                values[name] = _coerce(name, raw, ENV_PREFIX + name.upper())
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ConfigError(f"unknown service setting(s) {unknown}; valid: {', '.join(fields)}.")
+        return cls(**values)
+
+    def to_env(self) -> dict[str, str]:
+        """The ``CONTEXTWRIGHT_*`` variables that reproduce this config (for worker processes)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                out[ENV_PREFIX + f.name.upper()] = ",".join(value)
+            elif value is not None:
+                out[ENV_PREFIX + f.name.upper()] = (
+                    str(value).lower() if isinstance(value, bool) else str(value)
+                )
+        return out
+
+
+_INT_FIELDS = {
+    "port",
+    "workers",
+    "max_body_bytes",
+    "max_chunks",
+    "max_text_chars",
+    "max_query_chars",
+    "threads",
+    "budget",
+    "max_assemblers",
+    "rate_limit_burst",
+}
+_FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s"}
+_BOOL_FIELDS = {"allow_templates", "allow_network_stages", "open_healthz", "open_metrics", "access_log"}
+
+
+def _coerce(name: str, raw: str, where: str) -> Any:
+    """Turn an environment string into the field's type."""
+    text = raw.strip()
+    if name in _INT_FIELDS:
+        if name == "budget" and text == "":
+            return None
+        try:
+            return int(text.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{where} must be an integer; got {raw!r}.") from None
+    if name in _FLOAT_FIELDS:
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"{where} must be a number; got {raw!r}.") from None
+    if name == "cors_origins":
+        return tuple(o.strip() for o in text.split(",") if o.strip())
+    if name in _BOOL_FIELDS:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"{where} must be true or false; got {raw!r}.")
+    return text or None
+
+
+def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read service config {str(path)!r}: {exc.strerror}.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"service config {str(path)!r} is not valid TOML: {exc}.") from None
+    table = data.get("service", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"service config {str(path)!r}: [service] must be a table.")
+    unknown = sorted(k for k in table if k not in fields and not isinstance(table[k], dict))
+    if unknown:
+        raise ConfigError(
+            f"service config {str(path)!r} has unknown key(s) {unknown}; valid: {', '.join(fields)}."
+        )
+    values = {k: v for k, v in table.items() if k in fields}
+    keys = values.get("api_keys_file")
+    if isinstance(keys, str) and keys and not Path(keys).is_absolute():
+        values["api_keys_file"] = str(path.parent / keys)  # relative to the TOML file
+    return values
