@@ -489,7 +489,11 @@ if typer is not None:
             q = query if query is not None else job.query
             ctx = assembler.assemble(q, job.chunks)
             options = {"preset": preset, "model": model, "budget": budget, "format": format, "order": order}
-            page = render_page(inspection(ctx, assembler, job.chunks, options=options))
+            # named ranked lists: the inspector shows the fused list the pipeline started from
+            inputs = (
+                assembler.pipeline._inputs(job.chunks)[0] if not isinstance(job.chunks, list) else job.chunks
+            )
+            page = render_page(inspection(ctx, assembler, inputs, options=options))
         except ContextwrightError as exc:
             fail(str(exc))
         try:
