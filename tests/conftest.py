@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CONTEXTWRIGHT_SHARED_DATA", REPO.parent / "shared" / "data"))
 DEV_QUERIES = SHARED_DATA / "nq_bm25_dev300.jsonl.gz"
 CORPUS = SHARED_DATA / "nq_corpus_chunks.jsonl.gz"
+HYBRID = SHARED_DATA / "nq_hybrid_dev300.jsonl.gz"
 
 
 def _read_jsonl_gz(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
@@ -54,6 +55,14 @@ def dev_queries() -> list[dict[str, Any]]:
     if not DEV_QUERIES.exists():
         pytest.skip(f"shared data not found at {DEV_QUERIES}")
     return _read_jsonl_gz(DEV_QUERIES)
+
+
+@pytest.fixture(scope="session")
+def hybrid_queries() -> list[dict[str, Any]]:
+    """The first 60 dev queries with their BM25 and dense top-20 lists (skips when absent)."""
+    if not HYBRID.exists():
+        pytest.skip(f"shared data not found at {HYBRID}")
+    return _read_jsonl_gz(HYBRID, limit=60)
 
 
 @pytest.fixture(scope="session")

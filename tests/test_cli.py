@@ -308,3 +308,47 @@ def test_assemble_history_is_trimmed_and_reported(tmp_path: Path) -> None:
     hist.write_text('{"role": "user"}')
     bad = runner.invoke(app, args)
     assert bad.exit_code == 2 and "expected a JSON list" in bad.output
+
+
+def test_assemble_fuses_named_lists_with_tools_and_previous(tmp_path: Path) -> None:
+    """Named lists in, --fusion rrf, --tools in their zone, --previous keeps the survivors first."""
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "nq_hybrid_dev300.jsonl.gz"
+    if not data.exists():
+        pytest.skip("shared hybrid data not found")
+    with gzip.open(data, "rt", encoding="utf-8") as f:
+        row = json.loads(f.readline())
+    lists = tmp_path / "lists.json"
+    lists.write_text(json.dumps({"query": row["question"], "chunks": row["lists"]}))
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": "sql", "content": "\n".join(f"row {i}" for i in range(200))}]))
+    runner = CliRunner()
+    first = runner.invoke(app, ["assemble", str(lists), "--budget", "500", "--fusion", "rrf", "--json"])
+    assert first.exit_code == 0, first.output
+    out = json.loads(first.stdout)
+    assert out["report"]["stages"][0]["stage"] == "fuse"
+    assert out["report"]["stages"][0]["notes"][0].startswith("rrf fusion of 2 lists")
+    assert all("provenance" in c for c in out["citations"])
+    prev = tmp_path / "prev.json"
+    prev.write_text(first.stdout)
+    second = runner.invoke(
+        app,
+        [
+            "assemble",
+            str(lists),
+            "--budget",
+            "500",
+            "--json",
+            "--previous",
+            str(prev),
+            "--tools",
+            str(tools),
+            "--tool-tokens",
+            "50",
+        ],
+    )
+    assert second.exit_code == 0, second.output
+    out2 = json.loads(second.stdout)
+    assert out2["report"]["tools"]["tokens"] <= 50 and out2["report"]["tools"]["dropped"] == ["sql"]
+    assert out2["report"]["stable_prefix_tokens"] > 0
+    bad = runner.invoke(app, ["assemble", str(lists), "--budget", "500", "--tools", str(tools)])
+    assert bad.exit_code != 0 and "--tools needs --tool-tokens" in bad.output

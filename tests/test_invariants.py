@@ -212,3 +212,43 @@ def test_fill_policy_keeps_the_invariants_and_its_cuts_reach_their_citations(
         source = originals[block.id]
         shown = " ".join(source[a:b] for a, b in block.spans)
         assert " ".join(shown.split()) == " ".join(block.text.split())
+
+
+def _lists(inputs: list[dict[str, Any]], split: int) -> dict[str, list[dict[str, Any]]]:
+    """Two named lists sharing some chunks (same id, same text), as hybrid search returns them."""
+    items = [{**c, "id": f"k{i}"} for i, c in enumerate(inputs)]
+    return {"bm25": items[: split + 2], "dense": list(reversed(items[split:]))}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    inputs=chunk_lists,
+    split=st.integers(0, 6),
+    budget=budgets,
+    fmt=st.sampled_from(FORMATS),
+    method=st.sampled_from(["score", "rrf"]),
+)
+def test_invariants_hold_for_fused_named_lists(
+    inputs: list[dict[str, Any]], split: int, budget: int, fmt: str, method: str, cl100k: Any
+) -> None:
+    lists = _lists(inputs, split)
+    distinct = {c["id"]: c for items in lists.values() for c in items}
+    if not distinct:
+        return
+    ctx = Assembler("qa", budget=budget, format=fmt, fusion=method).assemble("What is the capital?", lists)
+    check_invariants(ctx, list(distinct.values()), fmt, budget, cl100k)
+    assert accounted_ids(ctx) >= set(distinct)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inputs=chunk_lists, budget=budgets, fmt=st.sampled_from(FORMATS), lam=st.sampled_from([0.0, 0.5, 1.0]))
+def test_invariants_hold_under_mmr_selection(
+    inputs: list[dict[str, Any]], budget: int, fmt: str, lam: float, cl100k: Any
+) -> None:
+    vectors = [[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [1.0, 0.1]]
+    items = [{**c, "embedding": vectors[i % 4]} for i, c in enumerate(inputs)]
+    config = {
+        "stages": [{"type": "exact_dedup"}, {"type": "mmr", "lambda_mult": lam}, {"type": "auto_order"}]
+    }
+    ctx = Assembler(config, budget=budget, format=fmt).assemble("What is the capital?", items)
+    check_invariants(ctx, items, fmt, budget, cl100k)

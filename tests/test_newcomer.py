@@ -41,7 +41,7 @@ def test_assemble_rejects_a_misspelled_argument_and_suggests_the_closest(typo: s
     assert f"unknown argument {typo!r}" in message
     assert f"Did you mean {meant!r}?" in message
     assert "Valid arguments: budget, buffer_tokens, chunks, format" in message
-    assert "resources for stages: embedder, llm, store" in message
+    assert "resources for stages: embedder, llm, reranker, store" in message
 
 
 def test_assembler_rejects_a_misspelled_keyword_but_accepts_declared_resources() -> None:

@@ -226,6 +226,7 @@ class ZoneBudget:
         window: The model's context window in tokens.
         system: Tokens of the system prompt.
         history: Tokens reserved for conversation history.
+        tools: Tokens reserved for tool outputs.
         query: Tokens of the user's query (and its framing).
         output: Tokens reserved for the answer.
         buffer: Safety margin (chat-format overhead, tokenizer mismatch).
@@ -243,10 +244,11 @@ class ZoneBudget:
     output: int = 0
     buffer: int = 0
     budget: int | None = None
+    tools: int = 0
     zones: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("window", "system", "history", "query", "output", "buffer"):
+        for name in ("window", "system", "history", "tools", "query", "output", "buffer"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"zone {name!r} must be a non-negative integer; got {value!r}.")
@@ -267,7 +269,7 @@ class ZoneBudget:
         """The documents budget."""
         if self.budget is not None:
             return self.budget
-        return self.window - self.system - self.history - self.query - self.output - self.buffer
+        return self.window - self.system - self.history - self.tools - self.query - self.output - self.buffer
 
     def arithmetic(self) -> str:
         """The zone arithmetic as a readable equation."""
@@ -275,7 +277,8 @@ class ZoneBudget:
             return f"documents = {self.budget:,} (explicit budget)"
         return (
             f"window {self.window:,} − system {self.system:,} − history {self.history:,} − "
-            f"query {self.query:,} − output {self.output:,} − buffer {self.buffer:,} = "
+            + (f"tools {self.tools:,} − " if self.tools else "")
+            + f"query {self.query:,} − output {self.output:,} − buffer {self.buffer:,} = "
             f"documents {self.documents:,}"
         )
 
@@ -285,6 +288,7 @@ class ZoneBudget:
             "window": self.window,
             "system": self.system,
             "history": self.history,
+            **({"tools": self.tools} if self.tools else {}),
             "query": self.query,
             "output": self.output,
             "buffer": self.buffer,

@@ -112,6 +112,7 @@ if typer is not None:
         embedder: str | None = None,
         output_tokens: int | None = None,
         history_tokens: int = 0,
+        **options: Any,
     ) -> Any:
         """An Assembler from command-line options, with the resources they name."""
         from contextwright.assembler import Assembler
@@ -142,6 +143,7 @@ if typer is not None:
             order=order,
             output_tokens=output_tokens,
             history_tokens=history_tokens,
+            **options,
             **resources,
         )
 
@@ -194,6 +196,30 @@ if typer is not None:
         history_tokens: Annotated[
             int, typer.Option(min=0, help="The history zone in tokens (needed with --history).")
         ] = 0,
+        fusion: Annotated[
+            str | None,
+            typer.Option(
+                help='How named ranked lists ({"bm25": [...], "dense": [...]}) are fused: score '
+                "(default) or rrf."
+            ),
+        ] = None,
+        tools: Annotated[
+            Path | None,
+            typer.Option(
+                help="JSON file of tool outputs ([{name, content}, ...]) fitted to --tool-tokens and "
+                "rendered in their own section (report: tools)."
+            ),
+        ] = None,
+        tool_tokens: Annotated[
+            int, typer.Option(min=0, help="The tool-output zone in tokens (needed with --tools).")
+        ] = 0,
+        previous: Annotated[
+            Path | None,
+            typer.Option(
+                help="The previous turn's --json output: its surviving blocks stay first, in order "
+                "(stable order for prompt caching); the report gives stable_prefix_tokens."
+            ),
+        ] = None,
     ) -> None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
@@ -204,7 +230,16 @@ if typer is not None:
         out = Console(highlight=False, soft_wrap=True)
         if history is not None and history_tokens <= 0:
             fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
+        if tools is not None and tool_tokens <= 0:
+            fail("--tools needs --tool-tokens N: the tokens the tool outputs may use (e.g. 1000).")
         try:
+            extra: dict[str, Any] = {}
+            if fusion is not None:
+                extra["fusion"] = fusion
+            if tool_tokens:
+                extra["tool_tokens"] = tool_tokens
+            if previous is not None:
+                extra["stable_order"] = True
             assembler = build_assembler(
                 preset,
                 model=model,
@@ -217,9 +252,14 @@ if typer is not None:
                 embedder=embedder,
                 output_tokens=output_tokens,
                 history_tokens=history_tokens,
+                **extra,
             )
             turns = read_history(history) if history is not None else None
             bar = QueryProgress(enabled=err.is_terminal and not sys.stdout.isatty())
+            outputs = read_json_file(tools, "--tools", "a JSON list of {name, content}") if tools else None
+            before = (
+                read_json_file(previous, "--previous", "the previous --json output") if previous else None
+            )
             for n, item in enumerate(read_items(file, limit=limit)):
                 q = query if query is not None else item.query
                 if not q and not item.id and n == 0:
@@ -228,7 +268,7 @@ if typer is not None:
                 if dry_run:
                     print_plan(assembler.plan(q, item.chunks, history=turns), item.id, q, as_json=as_json)
                     continue
-                ctx = assembler.assemble(q, item.chunks, history=turns)
+                ctx = assembler.assemble(q, item.chunks, history=turns, tools=outputs, previous=before)
                 if as_json:
                     data = ctx.to_dict()
                     if item.id:
@@ -296,6 +336,17 @@ if typer is not None:
             f'Pass --query "...".',
             highlight=False,
         )
+
+    def read_json_file(path: Path, option: str, expected: str) -> Any:
+        """A JSON file given to ``option``, or a clear InputError."""
+        import json
+
+        from contextwright.errors import InputError
+
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{option} {path}: cannot read {expected} ({exc}).") from None
 
     def read_history(path: Path) -> list[Any]:
         """The turns of a --history file: a JSON list of {role, content}."""
@@ -524,7 +575,11 @@ if typer is not None:
             q = query if query is not None else job.query
             ctx = assembler.assemble(q, job.chunks)
             options = {"preset": preset, "model": model, "budget": budget, "format": format, "order": order}
-            page = render_page(inspection(ctx, assembler, job.chunks, options=options))
+            # named ranked lists: the inspector shows the fused list the pipeline started from
+            inputs = (
+                assembler.pipeline._inputs(job.chunks)[0] if not isinstance(job.chunks, list) else job.chunks
+            )
+            page = render_page(inspection(ctx, assembler, inputs, options=options))
         except ContextwrightError as exc:
             fail(str(exc))
         try:

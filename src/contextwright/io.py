@@ -58,7 +58,7 @@ class Record:
 class QueryItem:
     """One assembly job read from input: an optional id and query, and its chunks."""
 
-    chunks: list[Mapping[str, Any]]
+    chunks: list[Mapping[str, Any]] | Mapping[str, list[Mapping[str, Any]]]
     query: str = ""
     id: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -250,16 +250,24 @@ def _lines(stream: Any, label: str, first: str) -> Iterator[tuple[str, Any]]:
 
 def _item(obj: Mapping[str, Any], where: str) -> QueryItem:
     chunks = obj.get("chunks")
-    if not isinstance(chunks, list):
+    if not isinstance(chunks, list) and not (
+        isinstance(chunks, Mapping) and chunks and all(isinstance(v, list) for v in chunks.values())
+    ):
         raise InputError(
             f"{where}: 'chunks' must be a list of chunk objects; got {type(chunks).__name__}. "
-            'Expected {"question": "...", "chunks": [{"text": "..."}]}.'
+            'Expected {"question": "...", "chunks": [{"text": "..."}]}, '
+            'or named ranked lists {"question": "...", "chunks": {"bm25": [...], "dense": [...]}}.'
         )
     query = obj.get("query", obj.get("question", ""))
     if not isinstance(query, str):
         raise InputError(f"{where}: 'query' must be a string; got {type(query).__name__}.")
     extra = {k: v for k, v in obj.items() if k not in ("chunks", "query", "question")}
     return QueryItem(chunks=chunks, query=query, id=str(obj.get("id", "")), extra=extra)
+
+
+def _named_lists(data: Mapping[str, Any]) -> bool:
+    """An object of list name -> ranked list (``{"bm25": [...], "dense": [...]}``), not one chunk."""
+    return bool(data) and all(isinstance(v, list) for v in data.values())
 
 
 def read_items(
@@ -271,13 +279,23 @@ def read_items(
         InputError: for unreadable JSON (with the line number) or a wrong shape.
     """
     chunks: list[Mapping[str, Any]] = []
+    named: Mapping[str, Any] | None = None
     for record in read_records(path, need="any", command=command, limit=None):
         if record.shape == "queries":
             if limit is not None and limit <= 0:
                 return
             yield _item(record.data, record.where)
             limit = None if limit is None else limit - 1
+        elif not chunks and named is None and _named_lists(record.data):
+            named = record.data  # named ranked lists, fused by the assembler
+        elif named is not None:
+            raise InputError(
+                f"{record.where} follows an object of named ranked lists; a file holds one such object, "
+                "or a list of chunks, or queries."
+            )
         else:
             chunks.append(record.data)
+    if named is not None:
+        yield QueryItem(chunks=named)
     if chunks:
         yield QueryItem(chunks=chunks)

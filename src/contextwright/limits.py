@@ -74,7 +74,9 @@ def bounded(default: Any, hi: float, *, work: bool = False) -> Any:
 def _is_numeric_annotation(annotation: object) -> bool:
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
     words = set(str(text).replace("|", " ").replace("[", " ").replace("]", " ").replace(",", " ").split())
-    return bool(words & {"int", "float", "Optional[int]", "Optional[float]"}) and "tuple" not in str(text)
+    return bool(words & {"int", "float", "Optional[int]", "Optional[float]"}) and not any(
+        kind in str(text) for kind in ("tuple", "Mapping", "dict")
+    )  # containers of numbers (fuse ``weights``) check their own items
 
 
 def numeric_settings(cls: type[Any]) -> dict[str, Bound]:

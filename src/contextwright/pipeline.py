@@ -23,6 +23,8 @@ from contextwright.errors import AssemblyCancelled, ConfigError, InputError
 from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
+from contextwright.stages.fusion import Fuse, is_named_lists
+from contextwright.telemetry import span
 from contextwright.textcheck import check_text
 from contextwright.tokens import CachedTokenizer
 from contextwright.types import (
@@ -181,6 +183,18 @@ def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> N
         )
 
 
+def _attributes(report: StageReport) -> dict[str, Any]:
+    """A stage report as span attributes (OpenTelemetry)."""
+    return {
+        "contextwright.chunks_in": report.chunks_in,
+        "contextwright.chunks_out": report.chunks_out,
+        "contextwright.tokens_in": report.tokens_in if report.tokens_in is not None else -1,
+        "contextwright.tokens_out": report.tokens_out if report.tokens_out is not None else -1,
+        "contextwright.dropped": len(report.dropped),
+        "contextwright.ms": round(report.ms, 3),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """An ordered list of stages and the format they render into.
@@ -236,17 +250,35 @@ class Pipeline:
             budget: The documents budget in tokens (>= 0).
             zones: The zone breakdown, copied into the report.
             resources: Extra things stages may require (``store``, ``embedder``).
+
+        ``chunks`` may also be named ranked lists, ``{"bm25": [...], "dense": [...]}``:
+        they are fused first, by the pipeline's ``fuse`` stage or the default
+        :class:`~contextwright.stages.fusion.Fuse`.
         """
         empty: list[Drop] = []
-        inputs = _inputs(query, chunks, empty)
+        inputs, fused = self._inputs(query, chunks, empty)
         meter, current, reports, input_tokens, tokens_now = self._run_stages(
-            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
+            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
         _report_empty(reports, empty, len(inputs))
         _check_cancelled("render")
         return self._finish(
             query, inputs, empty, meter, current, reports, input_tokens, tokens_now, budget, zones, tokenizer
         )
+
+    def _inputs(
+        self, query: str, chunks: Any, empty: list[Drop]
+    ) -> tuple[tuple[Chunk, ...], StageResult | None]:
+        """One list of chunks, fusing named lists first (with the pipeline's ``fuse`` stage);
+        chunks without text go to ``empty`` (reason ``empty``), in one list or in named lists."""
+        if not is_named_lists(chunks):
+            return _inputs(query, chunks, empty), None
+        _inputs(query, (), empty)  # the query checks
+        fuser = next((s for s in self.stages if isinstance(s, Fuse)), None) or Fuse()
+        start = time.perf_counter()
+        result = fuser.fuse(chunks, empty=empty)
+        ms = (time.perf_counter() - start) * 1000
+        return result.chunks, replace(result, report=replace(result.report, ms=ms))
 
     def _run_stages(
         self,
@@ -256,6 +288,7 @@ class Pipeline:
         tokenizer: CachedTokenizer,
         budget: int,
         resources: Mapping[str, Any] | None,
+        fused: StageResult | None = None,
     ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
         """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
         if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
@@ -274,14 +307,22 @@ class Pipeline:
         tokens_now = meter.total_tokens(current)
         input_tokens = tokens_now
         reports: list[StageReport] = []
+        if fused is not None:
+            reports.append(replace(fused.report, tokens_in=tokens_now, tokens_out=tokens_now))
+            self._trace(reports[-1])
         for stage in self.stages:
+            if fused is not None and isinstance(stage, Fuse):
+                continue  # already fused above, before every other stage
             _check_cancelled(stage.name)
             needs = _needs(stage, env)
-            start = time.perf_counter()
-            result: StageResult = stage(current, **needs)
-            ms = (time.perf_counter() - start) * 1000
-            tokens_out = meter.total_tokens(result.chunks)
-            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            with span(f"contextwright.stage.{stage.name}", **{"contextwright.stage": stage.name}) as sp:
+                start = time.perf_counter()
+                result: StageResult = stage(current, **needs)
+                ms = (time.perf_counter() - start) * 1000
+                tokens_out = meter.total_tokens(result.chunks)
+                reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+                if sp is not None:
+                    sp.set_attributes(_attributes(reports[-1]))
             current, tokens_now = result.chunks, tokens_out
         return meter, current, reports, input_tokens, tokens_now
 
@@ -304,14 +345,19 @@ class Pipeline:
         """
         import asyncio
 
-        inputs, empty, meter, env = await asyncio.to_thread(
+        inputs, fused, empty, meter, env = await asyncio.to_thread(
             self._prepare, query, chunks, tokenizer, budget, resources
         )
         current: tuple[Chunk, ...] = inputs
         tokens_now = await asyncio.to_thread(meter.total_tokens, current)
         input_tokens = tokens_now
         reports: list[StageReport] = []
+        if fused is not None:
+            reports.append(replace(fused.report, tokens_in=tokens_now, tokens_out=tokens_now))
+            self._trace(reports[-1])
         for stage in self.stages:
+            if fused is not None and isinstance(stage, Fuse):
+                continue  # already fused, before every other stage
             _check_cancelled(stage.name)
             needs = _needs(stage, env)
             start = time.perf_counter()
@@ -347,9 +393,9 @@ class Pipeline:
         tokenizer: CachedTokenizer,
         budget: int,
         resources: Mapping[str, Any] | None,
-    ) -> tuple[tuple[Chunk, ...], list[Drop], Meter, dict[str, Any]]:
+    ) -> tuple[tuple[Chunk, ...], StageResult | None, list[Drop], Meter, dict[str, Any]]:
         empty: list[Drop] = []
-        inputs = _inputs(query, chunks, empty)
+        inputs, fused = self._inputs(query, chunks, empty)
         if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
             self._bodies.clear()
             self._headers.clear()
@@ -362,7 +408,7 @@ class Pipeline:
             "format": self.format,
             **(resources or {}),
         }
-        return inputs, empty, meter, env
+        return inputs, fused, empty, meter, env
 
     def _finish(
         self,
@@ -379,7 +425,17 @@ class Pipeline:
         tokenizer: CachedTokenizer,
     ) -> AssembledContext:
         start = time.perf_counter()
-        blocks, text, total, drops = self._fit(current, meter, budget, query)
+        with span("contextwright.stage.render", **{"contextwright.stage": "render"}) as sp:
+            blocks, text, total, drops = self._fit(current, meter, budget, query)
+            if sp is not None:
+                sp.set_attributes(
+                    {
+                        "contextwright.chunks_in": len(current),
+                        "contextwright.chunks_out": len(blocks),
+                        "contextwright.tokens_out": total,
+                        "contextwright.dropped": len(drops),
+                    }
+                )
         reports.append(
             StageReport(
                 stage="render",
@@ -413,6 +469,13 @@ class Pipeline:
             format=self.format,
         )
 
+    @staticmethod
+    def _trace(report: StageReport) -> None:
+        """A span for a step that ran outside the stage loop (fusion)."""
+        with span(f"contextwright.stage.{report.stage}", **{"contextwright.stage": report.stage}) as sp:
+            if sp is not None:
+                sp.set_attributes(_attributes(report))
+
     def plan(
         self,
         query: str,
@@ -431,9 +494,9 @@ class Pipeline:
         string differs (see :meth:`run`).
         """
         empty: list[Drop] = []
-        inputs = _inputs(query, chunks, empty)
+        inputs, fused = self._inputs(query, chunks, empty)
         meter, current, reports, input_tokens, _ = self._run_stages(
-            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources
+            query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
         _report_empty(reports, empty, len(inputs))
         n = len(current)

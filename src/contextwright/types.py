@@ -22,6 +22,7 @@ from contextwright.textcheck import check_text
 if TYPE_CHECKING:
     from contextwright.render.history import HistoryResult
     from contextwright.render.messages import Message
+    from contextwright.render.tools import ToolsResult
 
 __all__ = [
     "AssembledContext",
@@ -110,6 +111,7 @@ _KNOWN_KEYS = frozenset(k for names in _ALIASES.values() for k in names) | {
     "embedding",
     "origin",
     "rank",
+    "provenance",
 }
 
 
@@ -126,6 +128,8 @@ class Chunk:
     several input chunks (a merged passage) lists them in ``chunk_ids``;
     duplicates folded into it are in ``duplicates`` and their sources in
     ``also_sources`` so its citation can name every place the text came from.
+    A chunk fused from several ranked lists lists them in ``provenance``:
+    ``(list name, 1-based rank, that list's score)``, best rank first.
 
     Example:
         >>> Chunk("Paris is the capital of France.", id="a", score=0.9, source="fr.md")
@@ -154,6 +158,7 @@ class Chunk:
     doc_summary: str | None = None
     #: Where each folded duplicate was: ``(id, source, page, line)``.
     also_at: tuple[tuple[str, str | None, int | None, int | None], ...] = ()
+    provenance: tuple[tuple[str, int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -288,6 +293,8 @@ class Chunk:
             raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
         check_text(origin, f"{where}.origin")
 
+        provenance = _provenance(data.get("provenance"), where)
+
         return cls(
             text=text,
             id=_opt_str(found, "id", where) or "",
@@ -303,6 +310,7 @@ class Chunk:
             embedding=emb,
             origin=origin,
             rank=rank,
+            provenance=provenance,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -325,7 +333,36 @@ class Chunk:
                 out[name] = list(value)
         if self.also_at:
             out["also_at"] = [list(a) for a in self.also_at]
+        if self.provenance:
+            out["provenance"] = _provenance_dicts(self.provenance)
         return out
+
+
+def _provenance(value: Any, where: str) -> tuple[tuple[str, int, float], ...]:
+    """``provenance`` from its JSON form (``[{"list", "rank", "score"}, ...]``)."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InputError(
+            f'{where}.provenance must be a list of {{"list", "rank", "score"}} objects; got {_short(value)}.'
+        )
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or not isinstance(item.get("list"), str):
+            raise InputError(
+                f'{where}.provenance[{i}] must be an object with a string "list", an integer "rank" '
+                f'and a numeric "score"; got {_short(item)}.'
+            )
+        rank = item.get("rank")
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+            raise InputError(f"{where}.provenance[{i}].rank must be a positive integer; got {_short(rank)}.")
+        score = _number(item.get("score", 0.0), f"{where}.provenance[{i}].score")
+        out.append((item["list"], rank, score))
+    return tuple(out)
+
+
+def _provenance_dicts(provenance: Sequence[tuple[str, int, float]]) -> list[dict[str, Any]]:
+    return [{"list": name, "rank": rank, "score": score} for name, rank, score in provenance]
 
 
 def content_id(text: str) -> str:
@@ -677,7 +714,10 @@ class Report:
     ``input_tokens`` is the token count of the input chunk texts, ``tokens``
     the exact count of the final text and ``budget`` the documents budget.
     ``history`` is the conversation history trimmed to its zone (what was
-    kept, dropped and summarized) when ``assemble(..., history=...)`` got one.
+    kept, dropped and summarized) when ``assemble(..., history=...)`` got one;
+    ``tools`` the tool outputs fitted to their zone (``tools=``);
+    ``stable_prefix_tokens`` how many tokens at the start of the text equal the
+    previous context's (``previous=``/``session=``).
     """
 
     stages: tuple[StageReport, ...]
@@ -688,6 +728,8 @@ class Report:
     budget: int
     zones: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     history: HistoryResult | None = None
+    tools: ToolsResult | None = None
+    stable_prefix_tokens: int | None = None
 
     @property
     def dropped(self) -> tuple[Drop, ...]:
@@ -724,6 +766,12 @@ class Report:
             "zones": dict(self.zones),
             "stages": [s.to_dict() for s in self.stages],
             **({"history": self.history.to_dict()} if self.history is not None else {}),
+            **({"tools": self.tools.to_dict()} if self.tools is not None else {}),
+            **(
+                {"stable_prefix_tokens": self.stable_prefix_tokens}
+                if self.stable_prefix_tokens is not None
+                else {}
+            ),
         }
 
 
@@ -741,6 +789,8 @@ class Citation:
     (compressed, truncated, overlap stripped): ``(start, end)`` character
     offsets into the chunk's text as it was passed in (for a merged passage,
     into the passage text); empty when the block shows the text whole.
+    ``provenance`` says which ranked lists found the block and at which rank
+    (``(list, rank, score)``), when named lists were fused.
     """
 
     index: int
@@ -759,6 +809,7 @@ class Citation:
     spans: tuple[tuple[int, int], ...] = ()
     duplicates: tuple[str, ...] = ()
     also_at: tuple[Mapping[str, Any], ...] = ()
+    provenance: tuple[tuple[str, int, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -778,6 +829,7 @@ class Citation:
             "spans": [list(s) for s in self.spans],
             "duplicates": list(self.duplicates),
             "also_at": [dict(a) for a in self.also_at],
+            **({"provenance": _provenance_dicts(self.provenance)} if self.provenance else {}),
         }
 
 
@@ -817,6 +869,7 @@ class AssembledContext:
         context_in: Literal["system", "user"] = "user",
         history_budget: int | None = None,
         summarizer: Callable[[list[Message]], str] | None = None,
+        cache: bool = False,
     ) -> list[Message]:
         """Chat messages in OpenAI format, with this context and a grounded prompt.
 
@@ -839,6 +892,15 @@ class AssembledContext:
                 final ``user`` message (default).
             history_budget: The history budget in tokens; overrides the zone.
             summarizer: Summarizes dropped turns; the summary counts in the budget.
+            cache: Mark Anthropic-style prompt-cache breakpoints
+                (``cache_control: {"type": "ephemeral"}``) on the message that
+                holds the context: its content becomes text blocks split after
+                the stable prefix (``report.stable_prefix_tokens``) and at the
+                end of the context. Put the context in the ``system`` message
+                for the longest cacheable prefix.
+
+        The tool outputs fitted by ``assemble(..., tools=...)`` come before the
+        context, in their own section.
         """
         from contextwright.render.messages import build_messages
 
@@ -866,6 +928,9 @@ class AssembledContext:
                 else t
                 for t in history
             ]
+        stable = None
+        if cache and self.report.stable_prefix_tokens:
+            stable = _prefix_chars(self.text, self.report.stable_prefix_tokens, self.tokenizer)
         return build_messages(
             self.text,
             self.query if query is None else query,
@@ -873,6 +938,9 @@ class AssembledContext:
             history=history,
             context_in=context_in,
             format=self.format,
+            tools=self.report.tools.text if self.report.tools is not None else "",
+            cache=cache,
+            stable_chars=stable,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -886,3 +954,19 @@ class AssembledContext:
             "citations": [c.to_dict() for c in self.citations],
             "report": self.report.to_dict(),
         }
+
+
+def _prefix_chars(text: str, tokens: int, tokenizer: str) -> int:
+    """Characters of the line-aligned prefix of ``text`` that costs ``tokens`` tokens."""
+    from contextwright.tokens import get_tokenizer
+
+    tok = get_tokenizer(tokenizer or "cl100k_base")
+    ends = [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    lo, hi, best = 0, len(ends) - 1, 0
+    while lo <= hi:  # the longest line-aligned prefix within ``tokens``
+        mid = (lo + hi) // 2
+        if tok.count(text[: ends[mid]]) <= tokens:
+            best, lo = ends[mid], mid + 1
+        else:
+            hi = mid - 1
+    return best

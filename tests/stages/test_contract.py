@@ -53,6 +53,18 @@ def build(cls: type) -> Any:
     return cls(**EXAMPLE_SETTINGS.get(cls.name, {}))
 
 
+class OverlapReranker:
+    """A reranker (``score(query, texts)``): shared words with the query, deterministic."""
+
+    def score(self, query: str, texts: Any) -> list[float]:
+        q = set(query.split())
+        return [float(len(q & set(t.split()))) for t in texts]
+
+
+def _letters(texts: list[str]) -> list[list[float]]:
+    return [[float(t.count(ch)) + 0.01 for ch in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+
+
 def environment(budget: int) -> dict[str, Any]:
     tok = get_tokenizer("cl100k_base")
     env: dict[str, Any] = {
@@ -61,7 +73,14 @@ def environment(budget: int) -> dict[str, Any]:
         "budget": budget,
         "meter": Meter(get_format("xml"), tok),
         "format": get_format("xml"),
+        "reranker": OverlapReranker(),
     }
+    try:
+        from contextwright.embed import CallableEmbedder
+
+        env["embedder"] = CallableEmbedder(_letters)
+    except ImportError:
+        pass
     try:
         from contextwright.stores import InMemoryStore
 

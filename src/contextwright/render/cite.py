@@ -62,6 +62,7 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                     MappingProxyType({"id": i, "source": src, "page": page, "line": line})
                     for i, src, page, line in c.also_at
                 ),
+                provenance=c.provenance,
             )
         )
     return tuple(out)

@@ -23,7 +23,7 @@ def check_role(role: str, where: str) -> str:
 
 class Message(TypedDict):
     role: str
-    content: str
+    content: Any  # a string; a list of text blocks when cache breakpoints are marked
 
 
 # Each prompt in two forms: for formats whose blocks carry a label ({one} and
@@ -107,6 +107,9 @@ def build_messages(
     history: Sequence[Mapping[str, str]] = (),
     context_in: Literal["system", "user"] = "user",
     format: Any = None,
+    tools: str = "",
+    cache: bool = False,
+    stable_chars: int | None = None,
 ) -> list[Message]:
     """``[system?, *history, user]`` with the context where asked: at most ONE system message.
 
@@ -114,6 +117,13 @@ def build_messages(
     kept, and the summary of trimmed turns) and, with ``context_in="system"``,
     the context are merged, in that order, into one system message: many chat
     APIs honour only the first system message, and some reject a second.
+
+    ``tools`` (the rendered tool-output section) goes just after the context:
+    tool outputs change every turn, so they stay out of the cacheable prefix.
+    With ``cache``, the message holding the context gets Anthropic-style
+    content blocks with ``cache_control`` breakpoints after its first
+    ``stable_chars`` characters of context (the stable prefix) and at the end
+    of the context.
 
     Raises:
         InputError: for a history turn without a string ``role`` and ``content``,
@@ -123,6 +133,7 @@ def build_messages(
     if system:
         parts.append(system_prompt(system, format=format))
     turns: list[Message] = []
+    after = f"\n\nTool outputs:\n{tools}" if tools else ""
     for i, turn in enumerate(history):
         role, content = turn.get("role"), turn.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
@@ -133,10 +144,35 @@ def build_messages(
             parts.append(content)
         else:
             turns.append({"role": role, "content": content})
+    messages: list[Message] = []
     if context_in == "system":
-        parts.append(f"Context:\n{context}")
-    messages: list[Message] = [{"role": "system", "content": "\n\n".join(parts)}] if parts else []
+        head = "\n\n".join([*parts, "Context:\n"])
+        if cache:
+            messages.append({"role": "system", "content": _blocks(head, context, after, stable_chars)})
+        else:
+            messages.append({"role": "system", "content": head + context + after})
+    elif parts:
+        messages.append({"role": "system", "content": "\n\n".join(parts)})
     messages.extend(turns)
-    user = f"Context:\n{context}\n\nQuestion: {query}" if context_in == "user" else query
-    messages.append({"role": "user", "content": user})
+    if context_in == "user" and cache:
+        blocks = _blocks("Context:\n", context, f"{after}\n\nQuestion: {query}", stable_chars)
+        messages.append({"role": "user", "content": blocks})
+    else:
+        user = f"Context:\n{context}{after}\n\nQuestion: {query}" if context_in == "user" else query
+        messages.append({"role": "user", "content": user})
     return messages
+
+
+def _blocks(head: str, context: str, tail: str, stable_chars: int | None) -> list[dict[str, Any]]:
+    """Text blocks whose concatenation is ``head + context + tail``, breakpoints after the stable prefix and the context."""
+    mark = {"type": "ephemeral"}
+    cut = stable_chars if stable_chars and 0 < stable_chars < len(context) else None
+    out: list[dict[str, Any]] = []
+    if cut is not None:
+        out.append({"type": "text", "text": head + context[:cut], "cache_control": mark})
+        out.append({"type": "text", "text": context[cut:], "cache_control": mark})
+    else:
+        out.append({"type": "text", "text": head + context, "cache_control": mark})
+    if tail:
+        out.append({"type": "text", "text": tail})
+    return out

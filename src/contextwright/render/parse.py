@@ -26,12 +26,20 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Callable
 
 from contextwright.errors import ConfigError
 from contextwright.render.escape import IGNORABLE, fold, is_blank
 
-__all__ = ["BlockParser", "block_parsers", "parse_blocks", "register_block_parser"]
+__all__ = [
+    "BlockParser",
+    "block_parsers",
+    "parse_blocks",
+    "parse_tool_outputs",
+    "reads_as_tool_tag",
+    "register_block_parser",
+]
 
 BlockParser = Callable[[str], list[int]]
 
@@ -145,3 +153,45 @@ register_block_parser("grouped", _headers(_NUMBER))
 register_block_parser("sources", _headers(re.compile(r"\[ ?source ?(\d+) ?\]")))
 register_block_parser("markdown", _headers(re.compile(r"#{1,6} ?\[ ?(\d+) ?\]"), headings_are_blocks=True))
 register_block_parser("xml", _xml)
+
+# The tool-output section (``render/tools.py``) read the same lenient way: ignorable
+# characters other than the ASCII space removed, NFKC, case folded; ``tool output``
+# tags in any spelling a reader would take for one.
+_IGNORABLE_NOT_SPACE = re.compile(f"(?! ){IGNORABLE}")
+_TOOL_TAG = re.compile(r"<\s*(/?)\s*tool[\s_-]?output", re.IGNORECASE)
+_TOOL_NAME = re.compile(r'\s*name\s*=\s*"([^"\n]*)"')
+
+
+def _reading(text: str) -> str:
+    return unicodedata.normalize("NFKC", _IGNORABLE_NOT_SPACE.sub("", text)).casefold()
+
+
+def reads_as_tool_tag(text: str) -> bool:
+    """Whether ``text`` starts with something a reader takes for a ``<tool_output`` or ``</tool_output`` tag."""
+    return _TOOL_TAG.match(_reading(text[:96])) is not None
+
+
+def parse_tool_outputs(text: str) -> list[str]:
+    """The names of the tool outputs in a rendered tool section, in order.
+
+    ``""`` stands for something that breaks the grammar (a closing tag without
+    an open one, a tag inside an open output, an output never closed), so a
+    section rendered from outputs named ``names`` parses to exactly ``names``.
+    """
+    out: list[str] = []
+    reading = _reading(text)
+    open_tool = False
+    for m in _TOOL_TAG.finditer(reading):
+        if m.group(1):
+            if not open_tool:
+                out.append("")
+            open_tool = False
+            continue
+        if open_tool:
+            out.append("")
+        name = _TOOL_NAME.match(reading, m.end())
+        out.append(name.group(1) if name else "")
+        open_tool = True
+    if open_tool:
+        out.append("")
+    return out

@@ -96,7 +96,7 @@ def _guard_init(cls: type[Any]) -> None:
 
 
 # What the pipeline itself hands to stages; never a resource the caller passes.
-PIPELINE_PROVIDED = frozenset({"query", "tokenizer", "budget", "meter", "format"})
+PIPELINE_PROVIDED = frozenset({"query", "tokenizer", "budget", "meter", "format", "previous"})
 _RESOURCES: set[str] = set()
 
 

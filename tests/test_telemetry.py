@@ -1,0 +1,71 @@
+"""OpenTelemetry: one span per assemble, a child span per stage, checked with the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextwright import Assembler
+
+
+def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[str, Any]]) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    q = dev_queries[0]
+    from unittest import mock
+
+    from opentelemetry import trace
+
+    with (
+        mock.patch.object(trace, "get_tracer", lambda *a, **k: provider.get_tracer(*a, **k)),
+        tracer.start_as_current_span("request"),
+    ):
+        ctx = Assembler("qa", budget=400).assemble(
+            q["question"], {"bm25": q["chunks"], "dup": q["chunks"][:5]}
+        )
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    root = spans["contextwright.assemble"]
+    assert root.parent is not None and root.parent.span_id == spans["request"].context.span_id
+    assert root.attributes["contextwright.tokens"] == ctx.tokens
+    assert root.attributes["contextwright.output_chunks"] == len(ctx.chunks)
+    names = [f"contextwright.stage.{s.stage}" for s in ctx.report.stages]
+    assert names == [
+        "contextwright.stage.fuse",
+        "contextwright.stage.exact_dedup",
+        "contextwright.stage.token_budget",
+        "contextwright.stage.auto_order",
+        "contextwright.stage.render",
+    ]
+    for report in ctx.report.stages:
+        span = spans[f"contextwright.stage.{report.stage}"]
+        assert span.parent.span_id == root.context.span_id
+        assert span.attributes["contextwright.chunks_in"] == report.chunks_in
+        assert span.attributes["contextwright.chunks_out"] == report.chunks_out
+        assert span.attributes["contextwright.dropped"] == len(report.dropped)
+        assert "contextwright.ms" in span.attributes or report.stage == "render"
+    budget_span = spans["contextwright.stage.token_budget"]
+    assert budget_span.attributes["contextwright.tokens_out"] == ctx.report.stages[2].tokens_out
+
+
+def test_without_opentelemetry_spans_are_no_ops(
+    monkeypatch: pytest.MonkeyPatch, dev_queries: list[dict[str, Any]]
+) -> None:
+    from contextwright import telemetry
+
+    telemetry._trace.cache_clear()
+    monkeypatch.setitem(__import__("sys").modules, "opentelemetry", None)
+    try:
+        with telemetry.span("x", a=1) as sp:
+            assert sp is None
+        ctx = Assembler("qa", budget=300).assemble("q", dev_queries[0]["chunks"])
+        assert ctx.tokens <= 300
+    finally:
+        telemetry._trace.cache_clear()
