@@ -41,7 +41,7 @@ def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[st
         "contextwright.stage.fuse",
         "contextwright.stage.exact_dedup",
         "contextwright.stage.token_budget",
-        "contextwright.stage.auto_order",
+        "contextwright.stage.lost_in_the_middle_order",  # qa (issue 10)
         "contextwright.stage.render",
     ]
     for report in ctx.report.stages:
