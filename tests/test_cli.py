@@ -22,7 +22,8 @@ runner = CliRunner()
 
 def test_assemble_bundled_example_prints_escaped_context() -> None:
     result = runner.invoke(
-        app, ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "300"]
+        app,
+        ["assemble", str(EXAMPLE), "--query", "Who discovered X-rays?", "--budget", "300", "--format", "xml"],
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith('<context>\n<chunk id="1"')
@@ -150,9 +151,9 @@ def test_presets_command_lists_every_preset() -> None:
     result = runner.invoke(app, ["presets", "--json"])
     assert result.exit_code == 0
     data = json.loads(result.stdout)
-    assert set(data) == set(list_presets()) and data["qa"]["format"] == "xml"
+    assert set(data) == set(list_presets()) and data["qa"]["format"] == "lean"
     table = runner.invoke(app, ["presets"])
-    assert "auto_order" in table.stdout and "tight" in table.stdout
+    assert "lost_in_the_middle_order" in table.stdout and "tight" in table.stdout
 
 
 def test_models_command_lists_the_registry() -> None:

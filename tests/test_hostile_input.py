@@ -56,18 +56,31 @@ def test_surrogates_in_stage_settings_are_config_errors() -> None:
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\u00a0\u3000", "\ufeff\u202e\u2066", "\u2800"])
-def test_texts_without_a_visible_character_are_rejected(text: str) -> None:
-    with pytest.raises(InputError, match=r"chunks\[0\]\.text is empty"):
-        assemble("q", [{"text": text}], budget=100)
+def test_texts_without_a_visible_character_are_dropped_as_empty(text: str) -> None:
+    # Invisible-only text carries nothing to cite: like whitespace-only text (issue 13) it is dropped
+    # with reason `empty` and reported, never rendered (where it could forge a blank-line boundary).
+    ctx = assemble(
+        "q", [{"id": "blank", "text": text}, {"id": "real", "text": "Real.", "score": 1}], budget=100
+    )
+    assert [c.id for c in ctx.chunks] == ["real"]
+    assert {d.chunk_id: d.reason for d in ctx.report.dropped} == {"blank": "empty"}
 
 
 @pytest.mark.parametrize("text", ["x" * 1_000_001, "word " * 250_000, "a\n" * 300_000])
 def test_a_million_character_chunk_is_an_over_budget_drop(text: str) -> None:
-    ctx = assemble(
-        "q", [{"id": "big", "text": text, "score": 2}, {"id": "s", "text": "small", "score": 1}], budget=100
-    )
+    chunks = [{"id": "big", "text": text, "score": 2}, {"id": "s", "text": "small", "score": 1}]
+    # Whole-chunk selection: counted exactly (no tokenizer error), dropped like any misfit.
+    ctx = assemble("q", chunks, budget=100, preset="citations")
     assert [c.id for c in ctx.chunks] == ["s"]
     assert {d.chunk_id: d.reason for d in ctx.report.dropped} == {"big": "over_budget"}
+    # The default preset fills the budget in rank order: the misfit keeps a window that fits
+    # (reported as truncated), or is dropped when it has no sentence or word boundary to cut at.
+    ctx = assemble("q", chunks, budget=100)
+    assert ctx.tokens <= 100
+    if "big" in [c.id for c in ctx.chunks]:
+        assert any(c.chunk_id == "big" and c.action == "truncated" for c in ctx.report.changed)
+    else:
+        assert {d.chunk_id: d.reason for d in ctx.report.dropped}.get("big") == "over_budget"
 
 
 texts_with_surrogates = st.text(

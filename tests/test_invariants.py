@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 
 from contextwright import Assembler, list_presets
 from contextwright.render.parse import parse_blocks
-from contextwright.types import AssembledContext
+from contextwright.types import AssembledContext, chunks_from_dicts
 
-FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
+FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown", "lean"]
 BLOCK_PATTERNS = {
     "xml": r'^<chunk id="(\d+)"',
     "numbered": r"^\[(\d+)\]",
+    "lean": r"^\[(\d+)\]",
     "grouped": r"^\[(\d+)\]",
     "sources": r"^\[SOURCE (\d+)\]",
     "markdown": r"^### \[(\d+)\]",
@@ -121,7 +122,7 @@ def test_invariants_hold_for_every_preset_and_format(
     assert [s.dropped for s in again.report.stages] == [s.dropped for s in ctx.report.stages]
 
 
-@pytest.mark.parametrize("policy", ["greedy", "stop", "truncate", "blocks"])
+@pytest.mark.parametrize("policy", ["greedy", "stop", "truncate", "fill", "blocks"])
 @pytest.mark.parametrize(
     "order", ["relevance", "chronological", "lost_in_the_middle", "bookend", "document", "auto"]
 )
@@ -137,11 +138,17 @@ def test_invariants_on_real_queries_for_every_policy_and_order(
         "format": "xml",
     }
     assembler = Assembler(config, budget=300, order=order)
+    cuts = 0
     for q in dev_queries[:10]:
         ctx = assembler.assemble(q["question"], q["chunks"])
         check_invariants(ctx, q["chunks"], "xml", 300, cl100k)
-        if policy in ("greedy", "truncate"):
+        cuts += sum(ch.action == "truncated" for ch in ctx.report.changed)
+        if policy in ("greedy", "truncate", "fill"):
             assert ctx.tokens > 200  # the budget is used, not just respected
+        if policy == "fill":
+            assert ctx.tokens >= 300 - 60  # at most a sentence's worth and a header left over
+    if policy == "fill":
+        assert cuts >= 5  # the property below is not vacuous on real text
 
 
 def test_preset_list_covers_the_tested_presets() -> None:
@@ -172,6 +179,39 @@ def test_budget_holds_for_a_user_template(inputs: list[dict[str, Any]], budget: 
     ctx = Assembler("qa", budget=budget, format=template).assemble("q", inputs)
     assert len(cl100k.encode_ordinary(ctx.text)) == ctx.tokens <= budget
     assert len(accounted_ids(ctx)) >= len(inputs)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    inputs=chunk_lists,
+    budget=st.sampled_from([0, 5, 30, 60, 120, 250]),
+    fmt=st.sampled_from(FORMATS),
+    query=st.sampled_from(["What is the capital?", "France 1895", "", "X-rays Paris"]),
+)
+def test_fill_policy_keeps_the_invariants_and_its_cuts_reach_their_citations(
+    inputs: list[dict[str, Any]], budget: int, fmt: str, query: str, cl100k: Any
+) -> None:
+    config = {
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "fill", "min_truncated_tokens": 1},
+            {"type": "auto_order"},
+        ],
+        "format": fmt,
+    }
+    ctx = Assembler(config, budget=budget, tokenizer="cl100k_base").assemble(query, inputs)
+    check_invariants(ctx, inputs, fmt, budget, cl100k)
+    again = Assembler(config, budget=budget, tokenizer="cl100k_base").assemble(query, inputs)
+    assert again.text == ctx.text and again.citations == ctx.citations
+    originals = {c.id: c.text for c in chunks_from_dicts(inputs)}
+    cut_ids = {ch.chunk_id for ch in ctx.report.changed if ch.action == "truncated"}
+    for block, cite in zip(ctx.chunks, ctx.citations, strict=True):
+        if block.id not in cut_ids:
+            continue
+        assert "truncated" in block.ops and block.spans and cite.spans == block.spans
+        source = originals[block.id]
+        shown = " ".join(source[a:b] for a, b in block.spans)
+        assert " ".join(shown.split()) == " ".join(block.text.split())
 
 
 def _lists(inputs: list[dict[str, Any]], split: int) -> dict[str, list[dict[str, Any]]]:

@@ -360,8 +360,8 @@ def _is_chat_prompt(value: Any, ns: dict[str, Any]) -> None:
     from contextwright import get_tokenizer
 
     system = value.to_messages()[0].content
-    context = system[system.index("<context>") :]
-    assert '<chunk id="1"' in context
+    context = system[system.index("Cite as [n].\n\n") + len("Cite as [n].\n\n") :]
+    assert context.startswith("[1]")  # the default preset's lean blocks
     assert get_tokenizer("cl100k_base").count(context) <= 1_000
 
 

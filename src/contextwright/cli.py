@@ -83,7 +83,8 @@ if typer is not None:
     BudgetOpt = Annotated[int | None, typer.Option(help="Documents budget in tokens.")]
     PresetOpt = Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")]
     FormatOpt = Annotated[
-        str | None, typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown.")
+        str | None,
+        typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown, lean."),
     ]
     OrderOpt = Annotated[
         str | None,

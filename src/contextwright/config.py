@@ -45,13 +45,14 @@ _ORDER_TYPES = {
 
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
-        "description": "Question answering: exact dedup, greedy fit, auto order, XML blocks.",
+        "description": "Question answering: exact dedup, the whole budget in rank order (the first misfit "
+        "cut to its best sentences), lost-in-the-middle order, lean [n] Title blocks.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "token_budget", "policy": "greedy"},
-            {"type": "auto_order"},
+            {"type": "token_budget", "policy": "fill"},
+            {"type": "lost_in_the_middle_order"},
         ],
-        "format": "xml",
+        "format": "lean",
     },
     "citations": {
         "description": "Answers with citations: numbered blocks in relevance order.",
@@ -63,23 +64,25 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "numbered",
     },
     "chat": {
-        "description": "Chat grounding: plain texts in relevance order.",
+        "description": "Chat grounding: plain texts in relevance order, the whole budget in rank order.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "token_budget", "policy": "greedy"},
+            # No framing: a short cut block costs only its text, so smaller remainders are worth it.
+            {"type": "token_budget", "policy": "fill", "min_truncated_tokens": 8},
             {"type": "score_order"},
         ],
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, extractive compression of what does not fit, greedy fit, lost-in-the-middle order, XML blocks.",
+        "description": "Tight budgets: exact dedup, what fits whole stays whole, extractive compression of "
+        "what does not, the whole budget in rank order, lost-in-the-middle order, lean [n] Title blocks.",
         "stages": [
             {"type": "exact_dedup"},
-            {"type": "compress"},
-            {"type": "token_budget", "policy": "greedy"},
+            {"type": "compress", "whole_share": 1.0},
+            {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
         ],
-        "format": "xml",
+        "format": "lean",
     },
     "summarize": {
         "description": "Summarization: grouped by document, in reading order.",
@@ -92,18 +95,19 @@ _PRESETS: dict[str, dict[str, Any]] = {
     },
     "documents": {
         "description": "Document-aware: expand neighbours from the store, remove exact/overlap/near duplicates, "
-        "merge contiguous chunks into passages, fit whole documents, document-first order, summaries, XML.",
+        "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
+        "document-first order, lean [n] Title blocks.",
         "stages": [
             {"type": "expand", "window": 1},
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
             {"type": "near_dedup"},
-            {"type": "group_merge"},
             {"type": "doc_summaries"},
-            {"type": "token_budget", "policy": "blocks"},
+            {"type": "token_budget", "policy": "fill"},
+            {"type": "group_merge"},
             {"type": "document_order"},
         ],
-        "format": "xml",
+        "format": "lean",
     },
 }
 _LOCK = threading.Lock()

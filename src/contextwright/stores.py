@@ -364,10 +364,11 @@ def _is_json_lines(path: str | os.PathLike[str]) -> bool:
         return False
     first_line = stripped.split(b"\n", 1)[0]
     try:
-        json.loads(first_line)
+        first = json.loads(first_line)
     except ValueError:
         return False  # a pretty-printed object: not one record per line
-    return True
+    # A query file (records holding chunks) goes to the input reader, which names both shapes.
+    return isinstance(first, dict) and "chunks" not in first
 
 
 def _json_or_none(value: Mapping[str, Any] | Sequence[float] | None) -> str | None:

@@ -126,7 +126,8 @@ def _queries() -> list[Any]:
     return [query_from_dict(r) for r in raw]
 
 
-_BLOCK = re.compile(r'<chunk id="(\d+)">(.*?)</chunk>|^\[(\d+)\] (.*)$', re.S | re.M)
+# An xml block, or a `[n]` header line (numbered/lean) and the text up to the next header.
+_BLOCK = re.compile(r'<chunk id="(\d+)">(.*?)</chunk>|^\[(\d+)\][^\n]*\n(.*?)(?=^\[\d+\]|\Z)', re.S | re.M)
 
 
 def reading_model(body: dict[str, Any]) -> tuple[int, Any]:
@@ -175,7 +176,7 @@ def test_reader_eval_scores_every_strategy_and_the_references(
     assert naive.accuracy_low is not None and naive.accuracy_low < 2 / 3 < (naive.accuracy_high or 0)
     assert naive.tokens_mean and naive.tokens_mean > 10 and naive.latency_p50_ms is not None
     # the pipeline strategy's messages are ctx.messages(): its system prompt asks for citations
-    qa_request = next(r for r in server.asked() if "<chunk id=" in r["messages"][-1]["content"])
+    qa_request = next(r for r in server.asked() if re.search(r"^\[1\]", r["messages"][-1]["content"], re.M))
     assert "Cite the sources" in qa_request["messages"][0]["content"]
     assert result.meta["requests"] == len(server.asked())
     data = result.to_dict()

@@ -49,6 +49,17 @@ def test_score_output_on_a_hand_computed_example() -> None:
     assert r.expected_accuracy == pytest.approx(63.2)  # last of the blocks: Liu's 20th position
     assert (r.redundant_words, r.words) == (0, 8)  # "the" is dropped by the normalization
     assert (r.strategy, r.budget, r.latency_ms) == ("s", 100, 1.5)
+    assert r.framing_tokens == r.tokens - sum(TOK.base.count(b) for b in out.blocks)
+
+
+def test_framing_tokens_count_headers_and_tags() -> None:
+    framed = StrategyOutput(
+        text="[1] Physics\nWilhelm Röntgen won the prize.",
+        blocks=("Wilhelm Röntgen won the prize.",),
+        member_ids=(("c1",),),
+    )
+    r = score_output(QUERY, framed, budget=100, tokenizer=TOK)
+    assert r.framing_tokens == TOK.base.count("[1] Physics\n") > 0
 
 
 def test_an_answer_cut_mid_string_is_not_kept_though_its_chunk_id_is() -> None:

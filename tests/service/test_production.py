@@ -106,6 +106,9 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
         "CONTEXTWRIGHT_BODY_TIMEOUT_S": "1",
         "CONTEXTWRIGHT_TIMEOUT_S": "2",
         "CONTEXTWRIGHT_THREADS": "1",
+        # SLOW asks for far more work than the default max_request_work (a 422 before it starts);
+        # these tests are about what happens to work the server accepted.
+        "CONTEXTWRIGHT_MAX_REQUEST_WORK": "1000000000",
     }
     proc, url = start_server(env, log)
     try:
@@ -293,6 +296,7 @@ def test_sigterm_drains_in_flight_requests_and_refuses_new_ones(tmp_path: Path) 
         "CONTEXTWRIGHT_THREADS": "2",
         "CONTEXTWRIGHT_TIMEOUT_S": "120",
         "CONTEXTWRIGHT_DRAIN_GRACE_S": "120",
+        "CONTEXTWRIGHT_MAX_REQUEST_WORK": "1000000000",
     }
     slow_body = {**SLOW, "config": {"stages": [{"type": "near_dedup"}] * 120}}  # ~3 s
     proc, url = start_server(env, log)

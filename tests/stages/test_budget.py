@@ -150,3 +150,119 @@ def test_blocks_policy_drops_from_the_tail() -> None:
     assert [c.id for c in result.chunks] == ["a"]
     assert {d.chunk_id for d in result.report.dropped} == {"b", "c"}
     assert all(d.reason == "over_budget" for d in result.report.dropped)
+
+
+# -- fill: the whole budget in rank order ---------------------------------------------------------
+
+FACTS = (
+    "The valley is quiet in winter. "
+    "Farmers grow barley on the terraces. "
+    "The first bridge over the river was built by Roman engineers in 120 AD. "
+    "Its stone arches still carry traffic. "
+    "Tourists come for the wine festival in autumn."
+)
+
+
+def test_fill_cuts_the_misfit_to_its_most_relevant_sentences_and_goes_on() -> None:
+    chunks = chunks_from_dicts(
+        [
+            {"id": "top", "text": text_of(30), "score": 0.9},
+            {"id": "facts", "text": FACTS, "score": 0.8},
+            {"id": "tiny", "text": "Short.", "score": 0.1},
+        ]
+    )
+    m = meter()
+    four = FACTS[: FACTS.index(" Tourists")]  # all but the last sentence
+    budget = m.tokens(chunks[0]) + m.tokens(chunks_from_dicts([{"text": four}])[0]) + m.tokens(chunks[2])
+    result = TokenBudget(policy="fill")(chunks, meter=m, budget=budget, query="who built the first bridge?")
+    assert [c.id for c in result.chunks] == ["top", "facts", "tiny"]  # the room left still takes "tiny"
+    cut = result.chunks[1]
+    assert cut.text == four  # every query term covered, and as much text as fits
+    assert cut.text.endswith(".") and cut.text in FACTS and "truncated" in cut.ops
+    start = FACTS.index(cut.text)
+    assert cut.spans == ((start, start + len(cut.text)),)
+    (change,) = result.report.changed
+    assert change.chunk_id == "facts" and change.action == "truncated"
+    assert change.tokens_before == m.tokens(chunks[1]) and change.tokens_after == m.tokens(cut)
+    assert "most relevant to the query" in change.detail
+    assert sum(m.block_cost(c, 3) for c in result.chunks) <= budget
+    # With less room, the window moves to the sentences that hold the query terms.
+    small = TokenBudget(policy="fill", min_truncated_tokens=5)(
+        chunks[1:2], meter=m, budget=20, query="who built the first bridge?"
+    )
+    assert small.chunks[0].text == "The first bridge over the river was built by Roman engineers in 120 AD."
+
+
+def test_fill_without_query_terms_keeps_the_window_with_the_most_text() -> None:
+    chunks = chunks_from_dicts([{"id": "facts", "text": FACTS, "score": 0.8}])
+    m = meter()
+    result = TokenBudget(policy="fill")(chunks, meter=m, budget=m.tokens(chunks[0]) // 2)
+    (cut,) = result.chunks
+    assert (
+        cut.text
+        == "The first bridge over the river was built by Roman engineers in 120 AD. Its stone arches still carry traffic."
+    )
+    same = TokenBudget(policy="fill")(chunks, meter=m, budget=m.tokens(chunks[0]) // 2, query="zebra")
+    assert same.chunks == result.chunks
+
+
+def test_fill_cuts_at_words_only_when_no_sentence_fits() -> None:
+    one = (
+        "In the long and winding history of the town "
+        + "the old mill and the market " * 6
+        + ("the bridge was built by Roman engineers and it still stands today.")
+    )
+    chunks = chunks_from_dicts([{"id": "one", "text": one, "score": 1.0}])
+    m = meter()
+    result = TokenBudget(policy="fill", min_truncated_tokens=5)(
+        chunks, meter=m, budget=30, query="who built the bridge"
+    )
+    (cut,) = result.chunks
+    assert "bridge was built by Roman" in cut.text and cut.text in one
+    assert m.block_cost(cut, 1) <= 30
+    assert "no whole sentence fits" in result.report.changed[0].detail
+
+
+def test_fill_drops_what_cannot_hold_a_useful_remainder() -> None:
+    chunks = chunks_from_dicts([{"id": "facts", "text": FACTS, "score": 0.8}])
+    result = TokenBudget(policy="fill", min_truncated_tokens=30)(
+        chunks, meter=meter(), budget=20, query="bridge"
+    )
+    assert result.chunks == ()
+    assert [(d.chunk_id, d.reason) for d in result.report.dropped] == [("facts", "over_budget")]
+
+
+def test_fill_prefers_the_next_ranked_text_over_a_lower_ranked_chunk_that_fits() -> None:
+    chunks = chunks_from_dicts(
+        [
+            {"id": "best", "text": text_of(20), "score": 0.9},
+            {"id": "facts", "text": FACTS, "score": 0.8},
+            {"id": "low", "text": text_of(25, 4), "score": 0.1},
+        ]
+    )
+    m = meter()
+    budget = m.tokens(chunks[0]) + m.tokens(chunks[2]) + 2
+    greedy = TokenBudget()(chunks, meter=m, budget=budget)
+    assert [c.id for c in greedy.chunks] == ["best", "low"]
+    fill = TokenBudget(policy="fill")(chunks, meter=m, budget=budget, query="bridge engineers")
+    assert [c.id for c in fill.chunks][:2] == ["best", "facts"]
+    assert "truncated" in fill.chunks[1].ops
+
+
+def test_fill_spans_compose_with_an_earlier_cut() -> None:
+    from contextwright.spans import join_pieces
+
+    original = chunks_from_dicts([{"id": "facts", "text": FACTS, "score": 1.0}])[0]
+    # An earlier stage kept sentences 1, 3 and 5.
+    ends = [0, *sentence_ends(FACTS)]
+    kept = [(ends[0], ends[1]), (ends[2] + 1, ends[3]), (ends[4] + 1, ends[5])]
+    from contextwright.spans import compose
+
+    squeezed = original.with_ops("compressed", text=join_pieces(FACTS, kept), spans=compose(original, kept))
+    m = meter()
+    result = TokenBudget(policy="fill")(
+        (squeezed,), meter=m, budget=m.tokens(squeezed) - 8, query="Roman bridge"
+    )
+    (cut,) = result.chunks
+    assert "Roman engineers" in cut.text
+    assert " ".join(FACTS[a:b] for a, b in cut.spans) == cut.text

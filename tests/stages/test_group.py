@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def test_merged_citation_carries_every_chunk_id_and_the_index_span(corpus_path: 
     (citation,) = ctx.citations
     assert citation.chunk_ids == tuple(r["id"] for r in rows)
     assert citation.index_span == (0, 2)
-    assert ctx.text.count("<chunk ") == 1
+    assert len(re.findall(r"^\[\d+\]", ctx.text, re.MULTILINE)) == 1  # one lean block header
 
 
 def test_group_merge_rejects_a_visible_separator() -> None:
@@ -163,7 +164,16 @@ def test_budget_is_exact_after_merging_and_whole_documents_are_dropped(
     picked = rnd.sample(docs, 4)
     rows = [r for d in picked for r in d[: rnd.randint(1, 4)]]
     inputs = [c.to_dict() for c in _chunks(rows, [rnd.random() for _ in rows])]
+    # The preset (fill, then merge the selected chunks): exact budget, nothing lost.
     ctx = Assembler(_documents_without_expand(), budget=budget).assemble("q", inputs)
+    assert ctx.tokens == len(cl100k.encode(ctx.text)) <= budget
+    _assert_nothing_lost(inputs, ctx)
+    # Whole-document selection: a document is kept whole or not at all.
+    config = _documents_without_expand()
+    for stage in config["stages"]:
+        if stage["type"] == "token_budget":
+            stage["policy"] = "blocks"
+    ctx = Assembler(config, budget=budget).assemble("q", inputs)
     assert ctx.tokens == len(cl100k.encode(ctx.text)) <= budget
     _assert_nothing_lost(inputs, ctx)
     budget_report = next(s for s in ctx.report.stages if s.stage == "token_budget")
@@ -193,7 +203,15 @@ def test_documents_preset_with_a_sqlite_store_on_dev_queries(
         assert ctx.tokens == len(cl100k.encode(ctx.text)) <= 1000
         _assert_nothing_lost(q["chunks"], ctx)
         stages = [s.stage for s in ctx.report.stages]
-        assert stages[:5] == ["expand", "exact_dedup", "overlap_dedup", "near_dedup", "group_merge"]
+        assert stages[:7] == [
+            "expand",
+            "exact_dedup",
+            "overlap_dedup",
+            "near_dedup",
+            "doc_summaries",
+            "token_budget",
+            "group_merge",  # after selection: the selected neighbours become one passage
+        ]
         for c in ctx.citations:  # merged passages cite their span
             if len(c.chunk_ids) > 1:
                 assert c.index_span is not None and c.index_span[1] > c.index_span[0]

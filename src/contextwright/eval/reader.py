@@ -614,7 +614,9 @@ def _strategy_request(
     ctx = out.context
     if ctx is not None:
         messages = _plain(ctx.messages(query.question, system=system))
-        return _Request(query, strategy.name, budget, messages, out.blocks, bool(ctx.citations))
+        # Citations are scored only where the context shows `[n]` labels (not `minimal`'s bare blocks).
+        numbered = bool(ctx.citations) and ctx.format is not None and ctx.format.citation_style() == "[{n}]"
+        return _Request(query, strategy.name, budget, messages, out.blocks, numbered)
     messages = _plain(build_messages(out.text, query.question, system=system))
     return _Request(query, strategy.name, budget, messages, out.blocks, False)
 

@@ -83,6 +83,9 @@ class QueryResult:
         redundant_words: Words repeating an earlier block (see :func:`~contextwright.eval.metrics.redundancy`).
         words: Words in the output's blocks.
         latency_ms: Wall time of the strategy for this query and budget, token cache cleared first.
+        framing_tokens: ``tokens`` less the tokens of the blocks' texts counted one by one:
+            what headers, separators and tags cost (a tokenizer may merge across a
+            boundary, so a frameless join can come out at 0 or slightly below).
 
     Example:
         >>> r = score_output(query, NaiveStrategy().run(query.question, query.chunks, budget=300,
@@ -109,6 +112,7 @@ class QueryResult:
     redundant_words: int
     words: int
     latency_ms: float
+    framing_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,6 +171,7 @@ def score_output(
         redundant_words=red,
         words=words,
         latency_ms=latency_ms,
+        framing_tokens=tokens - sum(_independent_count(tokenizer, b) for b in output.blocks),
     )
 
 

@@ -148,6 +148,7 @@ def _xml(text: str) -> list[int]:
 _NUMBER = re.compile(r"\[ ?(\d+) ?\]")
 register_block_parser("minimal", _minimal)
 register_block_parser("numbered", _headers(_NUMBER))
+register_block_parser("lean", _headers(_NUMBER))  # the numbered grammar, leaner headers
 register_block_parser("grouped", _headers(_NUMBER))
 register_block_parser("sources", _headers(re.compile(r"\[ ?source ?(\d+) ?\]")))
 register_block_parser("markdown", _headers(re.compile(r"#{1,6} ?\[ ?(\d+) ?\]"), headings_are_blocks=True))

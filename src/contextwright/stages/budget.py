@@ -8,7 +8,10 @@ checks the final string exactly (invariant 1).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import math
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
@@ -18,13 +21,15 @@ from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.spans import compose
 from contextwright.stages.base import register_stage
+from contextwright.stages.compress import terms
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
 
-__all__ = ["TokenBudget", "sentence_ends"]
+__all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
 
-Policy = Literal["greedy", "stop", "truncate", "blocks"]
-_POLICIES = ("greedy", "stop", "truncate", "blocks")
+Policy = Literal["greedy", "stop", "truncate", "fill", "blocks"]
+_POLICIES = ("greedy", "stop", "truncate", "fill", "blocks")
+_WORDS = re.compile(r"\S+")
 
 
 def sentence_ends(text: str) -> list[int]:
@@ -53,18 +58,39 @@ class TokenBudget:
       the last sentence end that fits (when at least ``min_truncated_tokens``
       of it fit), before lower-ranked chunks can take the room; then greedy
       for the rest.
+    * ``fill``: the whole budget in rank order. By score, each chunk that
+      fits is taken whole; a chunk that does not fit gets the room left, cut
+      to its most query-relevant contiguous window of whole sentences (a
+      window of words when no sentence fits), and selection goes on with the
+      room that remains, so a lower-ranked chunk never takes room the
+      higher-ranked text could have used. This is what plain concatenation
+      cut at the budget does with its last chunk, except that the kept part
+      is the one about the query, it ends at a sentence end, and it is cited.
     * ``blocks``: whole documents (all their chunks, with their header) ranked
       by their best chunk, taken in rank order until the first one that does
       not fit; it and every lower-ranked document are dropped whole (the
       lowest-relevance trailing blocks go first, never a better document for
       a smaller worse one).
 
-    Dropped chunks are reported as ``over_budget``; a truncated chunk is
-    reported as changed with its tokens before and after.
+    The ``fill`` window: of the windows of whole sentences that fit, the one
+    whose sentences contain the most query terms, each term weighted by its
+    IDF over this call's chunks (the terms the retriever matched the chunk
+    on, rare ones first), ties going to the window with more tokens, then
+    the earliest (so without query terms in the chunk, the most text). When
+    no sentence fits, the window is one of whole words, the longest that
+    fits, placed where the query terms' IDF is highest. A cut block's
+    ``spans`` locate its text in the chunk as it entered the pipeline (see
+    :mod:`contextwright.spans`), so its citation points at exactly what the
+    model read.
+
+    Dropped chunks are reported as ``over_budget``; a truncated or cut chunk
+    is reported as changed (``truncated``) with its tokens before and after
+    and what was kept.
 
     Args:
-        policy: One of ``greedy``, ``stop``, ``truncate``, ``blocks``.
-        min_truncated_tokens: The smallest useful remainder for ``truncate``.
+        policy: One of ``greedy``, ``stop``, ``truncate``, ``fill``, ``blocks``.
+        min_truncated_tokens: The smallest useful remainder for ``truncate``
+            and ``fill`` (text tokens of the cut block, framing not counted).
 
     Example:
         >>> TokenBudget(policy="truncate")(chunks, meter=meter, budget=500)
@@ -72,6 +98,7 @@ class TokenBudget:
 
     name: ClassVar[str] = "token_budget"
     requires: ClassVar[tuple[str, ...]] = ("meter", "budget")
+    optional: ClassVar[tuple[str, ...]] = ("query",)
     policy: Policy = "greedy"
     min_truncated_tokens: int = bounded(24, 100_000)
 
@@ -87,7 +114,9 @@ class TokenBudget:
                 f"min_truncated_tokens must be a positive integer; got {self.min_truncated_tokens!r}."
             )
 
-    def __call__(self, chunks: Sequence[Chunk], /, *, meter: Meter, budget: int) -> StageResult:
+    def __call__(
+        self, chunks: Sequence[Chunk], /, *, meter: Meter, budget: int, query: str = ""
+    ) -> StageResult:
         if not chunks:
             return StageResult.of(self.name, chunks, ())
         meter.prime(chunks)
@@ -95,6 +124,8 @@ class TokenBudget:
         room = budget - meter.frame_cost()
         if self.policy == "blocks":
             return self._blocks(chunks, meter, room, n)
+        if self.policy == "fill":
+            return self._fill(chunks, meter, room, n, query)
         kept: list[Chunk] = []
         skipped: list[Chunk] = []
         changes: list[Change] = []
@@ -163,6 +194,38 @@ class TokenBudget:
         kept = best[0]
         return replace(kept, spans=compose(c, [(lead, lead + len(kept.text))]))
 
+    def _fill(self, chunks: Sequence[Chunk], meter: Meter, room: int, n: int, query: str) -> StageResult:
+        kept: list[Chunk] = []
+        skipped: list[Chunk] = []
+        changes: list[Change] = []
+        docs: set[str] = set()
+        relevance: _Relevance | None = None
+        for c in by_relevance(chunks):
+            doc = meter.doc_cost(c) if c.group_key not in docs else 0
+            if meter.tokens(c) <= room and meter.block_cost(c, n) + doc <= room:
+                kept.append(c)
+                docs.add(c.group_key)
+                room -= meter.block_cost(c, n) + doc
+                continue
+            if room - doc >= self.min_truncated_tokens:
+                if relevance is None:  # built once, and only when something is cut
+                    relevance = _Relevance(query, chunks)
+                found = _best_window(c, meter, room - doc, n, relevance, self.min_truncated_tokens)
+                if found is not None:
+                    cut, detail = found
+                    kept.append(cut)
+                    docs.add(c.group_key)
+                    room -= meter.block_cost(cut, n) + doc
+                    changes.append(
+                        Change(c.id, "truncated", meter.tokens(c), meter.tokens(cut), detail=detail)
+                    )
+                    continue
+            skipped.append(c)
+        keep_ids = {c.id: c for c in kept}
+        out = [keep_ids[c.id] for c in chunks if c.id in keep_ids]
+        drops = [Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens") for c in skipped]
+        return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
+
     def _blocks(self, chunks: Sequence[Chunk], meter: Meter, room: int, n: int) -> StageResult:
         groups: dict[str, list[Chunk]] = {}
         for c in by_relevance(chunks):
@@ -185,3 +248,180 @@ class TokenBudget:
             drops.extend(Drop(c.id, "over_budget", detail=detail) for c in members)
         out = [c for c in chunks if c.id in kept]
         return StageResult.of(self.name, chunks, out, dropped=drops)
+
+
+# -- the ``fill`` policy's window -----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16_384)
+def _lower(text: str) -> str:
+    return text.lower()
+
+
+@functools.lru_cache(maxsize=4_096)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    # A word starting with the (stemmed) term: "prize" finds "prize", "prizes", "prize's".
+    return re.compile(r"\b" + re.escape(term))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _sentence_terms(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
+    """Sentence spans of ``text`` and each sentence's terms, cached by text."""
+    spans = tuple(split_sentences(text))
+    return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
+
+
+def clear_caches() -> None:
+    """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
+    _lower.cache_clear()
+    _sentence_terms.cache_clear()
+
+
+class _Relevance:
+    """Query terms and their IDF over one call's chunks (each chunk one document)."""
+
+    __slots__ = ("idf",)
+
+    def __init__(self, query: str, chunks: Sequence[Chunk]) -> None:
+        wanted = dict.fromkeys(terms(query))
+        df = dict.fromkeys(wanted, 0)
+        # Document frequency by a C-speed prefix search per query term, not by analysing every
+        # chunk: this runs on every query that cuts, and the query has a handful of terms.
+        patterns = {t: _term_pattern(t) for t in wanted}
+        for c in chunks:
+            low = _lower(c.text)
+            for t, pattern in patterns.items():
+                if t in low and pattern.search(low):  # the substring test rules most chunks out
+                    df[t] += 1
+        n = len(chunks)
+        self.idf: Mapping[str, float] = {
+            t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f
+        }
+
+    def cover(self, sentences: Sequence[Sequence[str]]) -> float:
+        """The IDF of the distinct query terms that ``sentences`` contain."""
+        idf = self.idf
+        if not idf:
+            return 0.0
+        have: set[str] = set()
+        for words in sentences:
+            have.update(words)
+        # Rounded so that float summation order never decides a tie.
+        return round(sum(w for t, w in idf.items() if t in have), 9)
+
+
+def _best_window(
+    c: Chunk, meter: Meter, room: int, n: int, relevance: _Relevance, min_tokens: int
+) -> tuple[Chunk, str] | None:
+    """``c`` cut to its best window that fits ``room`` as block ``n``, and why; or None.
+
+    Sentence windows first; a window of words only when no single sentence fits.
+    """
+    text = c.text
+    spans, sentence_terms = _sentence_terms(text)
+    # Framing of a block at its largest: a header may shrink with its text
+    # (``lean`` leaves out a title the text already names), never grow.
+    overhead = meter.block_cost(replace(c, text=""), n) - meter.tokens(replace(c, text=""))
+    limit = room - max(overhead, 0)
+    if limit < min_tokens:
+        return None
+
+    sizes: dict[tuple[int, int], int] = {}
+
+    def size(i: int, j: int) -> int:
+        key = (i, j)
+        got = sizes.get(key)
+        if got is None:
+            got = meter.tokens(replace(c, text=text[spans[i][0] : spans[j][1]]))
+            sizes[key] = got
+        return got
+
+    best: tuple[float, int, int] | None = None
+    best_ij = (0, 0)
+    last = len(spans) - 1
+    j = -1
+    for i in range(len(spans)):
+        j = max(j, i - 1)
+        stop = last - 1 if i == 0 else last  # the whole text did not fit as a block
+        while j < stop and size(i, j + 1) <= limit:
+            j += 1
+        if j < i:
+            continue  # nothing from i fits
+        key = (relevance.cover(sentence_terms[i : j + 1]), size(i, j), -i)
+        if best is None or key > best:
+            best, best_ij = key, (i, j)
+    if best is not None and best[1] >= min_tokens:
+        i, j = best_ij
+        a, b = spans[i][0], spans[j][1]
+        out = c.with_ops("truncated", text=text[a:b], spans=compose(c, [(a, b)]))
+        if meter.block_cost(out, n) <= room:
+            return out, (
+                f"cut to fit the {room} tokens left: sentences {i + 1}-{j + 1} of {len(spans)}, "
+                f"the window most relevant to the query ({len(out.text)} of {len(text)} characters)"
+            )
+    return _word_window(c, meter, room, limit, n, relevance, min_tokens)
+
+
+def _word_window(
+    c: Chunk,
+    meter: Meter,
+    room: int,
+    limit: int,
+    n: int,
+    relevance: _Relevance,
+    min_tokens: int,
+) -> tuple[Chunk, str] | None:
+    """The best window of whole words that fits, when no sentence does."""
+    text = c.text
+    words = [(m.start(), m.end()) for m in _WORDS.finditer(text)]
+    if len(words) < 2:
+        return None
+    idf = relevance.idf
+    weights = [0.0] * len(words)
+    if idf:
+        for k, (a, b) in enumerate(words):
+            weights[k] = sum(idf.get(t, 0.0) for t in set(terms(text[a:b])))
+    prefix = [0.0]
+    for w in weights:
+        prefix.append(prefix[-1] + w)
+
+    hits = [k for k, w in enumerate(weights) if w]
+
+    def best_start(length: int) -> int:
+        """Most query-term weight; among equals, the matches nearest the window's middle, then the earliest."""
+        best: tuple[float, float] | None = None
+        at = 0
+        for s in range(len(words) - length + 1):
+            v = round(prefix[s + length] - prefix[s], 9)
+            if best is not None and v < best[0]:
+                continue
+            inside = [k for k in hits if s <= k < s + length]
+            off = abs((inside[0] + inside[-1]) / 2 - (s + (length - 1) / 2)) if inside else 0.0
+            if best is None or (v, -off) > best:
+                best, at = (v, -off), s
+        return at
+
+    def body_size(s: int, length: int) -> int:
+        a, b = words[s][0], words[s + length - 1][1]
+        return meter.tokens(replace(c, text=text[a:b]))
+
+    lo, hi, found = 1, len(words) - 1, None
+    while lo <= hi:  # the longest window whose best placement fits
+        mid = (lo + hi) // 2
+        s = best_start(mid)
+        if body_size(s, mid) <= limit:
+            found, lo = (s, mid), mid + 1
+        else:
+            hi = mid - 1
+    if found is None:
+        return None
+    s, length = found
+    a, b = words[s][0], words[s + length - 1][1]
+    out = c.with_ops("truncated", text=text[a:b], spans=compose(c, [(a, b)]))
+    tokens = meter.tokens(out)
+    if tokens < min_tokens or meter.block_cost(out, n) > room:
+        return None
+    return out, (
+        f"cut to fit the {room} tokens left: no whole sentence fits, so {length} of {len(words)} words, "
+        "the window most relevant to the query"
+    )
