@@ -115,6 +115,10 @@ class Assemblers:
                 history_tokens=o["history_tokens"],
                 output_tokens=o["output_tokens"],
                 buffer_tokens=o["buffer_tokens"],
+                fusion=o.get("fusion"),
+                tool_tokens=o.get("tool_tokens", 0),
+                tool_policy=o.get("tool_policy", "drop_largest"),
+                stable_order=o.get("stable_order", False),
                 **self.resources,
             ),
         )

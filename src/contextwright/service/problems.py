@@ -234,6 +234,18 @@ def add_handlers(app: FastAPI) -> None:
                 if len(loc) == 2 and valid and "valid keys" not in msg.lower():
                     msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
             errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
+        # A union (chunks: a list or named lists) reports the alternative that did not apply as a
+        # type error at the field itself; when a deeper error explains the input, it is noise.
+        errors = [
+            e
+            for e in errors
+            if not (
+                e["type"] in ("list_type", "dict_type", "model_type")
+                and any(
+                    len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"])] == e["loc"] for o in errors
+                )
+            )
+        ]
         # A misspelled field first: its "did you mean" explains the "field required" that comes with it.
         errors.sort(key=lambda x: x["type"] != "extra_forbidden")
         first_loc: Loc = errors[0]["loc"] if errors else ["body"]

@@ -56,6 +56,10 @@ def options_of(req: Any, cfg: ServiceConfig) -> dict[str, Any]:
         "history_tokens": req.history_tokens,
         "output_tokens": req.output_tokens,
         "buffer_tokens": req.buffer_tokens,
+        "fusion": req.fusion.model_dump() if hasattr(req.fusion, "model_dump") else req.fusion,
+        "tool_tokens": req.tool_tokens,
+        "tool_policy": req.tool_policy,
+        "stable_order": req.stable_order,
     }
     # A budget-only assembler still needs a budget at construction; requests pass their own.
     return {**options, "budget_hint": None if options["model"] else 0}
@@ -91,11 +95,35 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
         )
     check_strings(req)
     assembler = assemblers.get(options)
-    check_work(len(req.chunks), assembler.pipeline, cfg)
+    named = isinstance(req.chunks, dict)
+    lists: dict[str, Any] = req.chunks if named else {"": req.chunks}
+    total = sum(len(v) for v in lists.values())
+    if total > cfg.max_chunks:
+        raise Failure(
+            422,
+            "too-many-chunks",
+            f"the named lists hold {total:,} chunks in all; at most {cfg.max_chunks:,} (max_chunks).",
+            ["body", "chunks"],
+        )
+    check_work(total, assembler.pipeline, cfg)
     # An explicit "text": null stays, so the chunk is dropped as empty ("text is null"), not "has no text".
-    chunks = [
-        {**c.model_dump(exclude_none=True), **({"text": None} if _null_text(c) else {})} for c in req.chunks
-    ]
+    given = {
+        name: [
+            {**c.model_dump(exclude_none=True), **({"text": None} if _null_text(c) else {})} for c in items
+        ]
+        for name, items in lists.items()
+    }
+    chunks: Any = given if named else given[""]
+    tools = [t.model_dump() for t in req.tools] if req.tools is not None else None
+    if tools is not None and req.tool_tokens <= 0:
+        raise Failure(
+            422,
+            "missing-tool-zone",
+            f"tools has {len(tools)} outputs but tool_tokens is 0; pass tool_tokens "
+            "(the tokens the tool outputs may use), e.g. 1000.",
+            ["body", "tool_tokens"],
+        )
+    previous = req.previous.model_dump() if req.previous is not None else None
     history = [t.model_dump() for t in req.history] if req.history is not None else None
     if history is not None and req.history_tokens <= 0:
         raise Failure(
@@ -106,7 +134,9 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             ["body", "history_tokens"],
         )
     try:
-        ctx = assembler.assemble(req.query, chunks, budget=budget, history=history)
+        ctx = assembler.assemble(
+            req.query, chunks, budget=budget, history=history, tools=tools, previous=previous
+        )
     except InputError as exc:
         raise Failure(422, "invalid-chunk", str(exc), input_loc(str(exc))) from None
     except HistoryBudgetError as exc:
@@ -126,7 +156,7 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
     out = ctx.to_dict()
     out["blocks"] = block_rows(ctx, assembler.pipeline.format, assembler.tokenizer)
     if req.inspect:
-        out["inputs"] = input_rows(chunks)
+        out["inputs"] = [row for items in given.values() for row in input_rows(items)]
     return dumps(out)
 
 

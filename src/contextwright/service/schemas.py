@@ -249,6 +249,30 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
         )
         content: str = Field(max_length=max_text)
 
+    class ToolIn(BaseModel):
+        """One tool output."""
+
+        model_config = ConfigDict(extra="forbid", strict=True)
+        name: str = Field(min_length=1, max_length=200)
+        content: str = Field(max_length=max_text)
+
+    class FusionIn(BaseModel):
+        """Fusion settings for named lists."""
+
+        model_config = ConfigDict(extra="forbid", strict=True)
+        method: Literal["score", "rrf"] = "score"
+        k: int = Field(60, ge=1, le=10_000)
+        weights: dict[Annotated[str, Field(max_length=100)], Annotated[float, Field(ge=0, le=1000)]] = Field(
+            default_factory=dict
+        )
+
+    class PreviousIn(BaseModel):
+        """A previous /v1/assemble response; its citations and text are read."""
+
+        model_config = ConfigDict(extra="ignore", strict=True)
+        text: str = Field("", max_length=max_text * 100)
+        citations: list[CitationIn] = Field(default_factory=list, max_length=cfg.max_chunks)
+
     class ChunkIn(BaseModel):
         """A retrieved chunk. Only ``text`` (or an alias: content, page_content) is required;
         unknown fields are kept as metadata."""
@@ -298,8 +322,42 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
             },
         )
         query: str = Field("", max_length=cfg.max_query_chars, description="The user's query.")
-        chunks: list[ChunkIn] = Field(
-            max_length=cfg.max_chunks, description="Retrieved chunks, best first or with scores."
+        chunks: (
+            Annotated[list[ChunkIn], Field(max_length=cfg.max_chunks)]
+            | Annotated[
+                dict[
+                    Annotated[str, Field(min_length=1, max_length=100)],
+                    Annotated[list[ChunkIn], Field(max_length=cfg.max_chunks)],
+                ],
+                Field(min_length=1, max_length=32),
+            ]
+        ) = Field(
+            description="Retrieved chunks, best first or with scores; or named ranked lists "
+            '({"bm25": [...], "dense": [...]}), fused first (see fusion). At most max_chunks in all.'
+        )
+        fusion: Literal["score", "rrf"] | FusionIn | None = Field(
+            None,
+            description='How named lists are fused: "score" (default: weighted sum of min-max '
+            'normalized scores), "rrf", or {"method", "k", "weights": {"dense": 2}}.',
+        )
+        tools: list[ToolIn] | None = Field(
+            None,
+            max_length=cfg.max_chunks,
+            description="Tool outputs, fitted to tool_tokens and rendered in their own escaped "
+            "section (response: report.tools, with the section's text).",
+        )
+        tool_tokens: int = Field(0, ge=0, le=10_000_000, description="The tool-output zone in tokens.")
+        tool_policy: Literal["drop_largest", "truncate"] = Field(
+            "drop_largest", description="What gives way when the tools exceed tool_tokens."
+        )
+        stable_order: bool = Field(
+            False, description="Keep the blocks of previous first, in their order (prompt caching)."
+        )
+        previous: PreviousIn | None = Field(
+            None,
+            description="The previous /v1/assemble response of this conversation (its citations and "
+            "text are read): with stable_order its surviving blocks come first; "
+            "report.stable_prefix_tokens says how much of the text is unchanged.",
         )
         preset: PresetName | None = Field(None, description="A server preset (default: the server's).")
         config: dict[str, Any] | None = Field(
