@@ -280,17 +280,11 @@ class Pipeline:
         ms = (time.perf_counter() - start) * 1000
         return result.chunks, replace(result, report=replace(result.report, ms=ms))
 
-    def _run_stages(
-        self,
-        query: str,
-        inputs: tuple[Chunk, ...],
-        *,
-        tokenizer: CachedTokenizer,
-        budget: int,
-        resources: Mapping[str, Any] | None,
-        fused: StageResult | None = None,
-    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
-        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
+    def _meter_and_env(
+        self, query: str, tokenizer: CachedTokenizer, budget: int, resources: Mapping[str, Any] | None
+    ) -> tuple[Meter, dict[str, Any]]:
+        """The call's meter (over the pipeline's bounded body/header caches) and what stages may receive;
+        shared by the sync and async paths."""
         if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
             self._bodies.clear()
             self._headers.clear()
@@ -303,6 +297,20 @@ class Pipeline:
             "format": self.format,
             **(resources or {}),
         }
+        return meter, env
+
+    def _run_stages(
+        self,
+        query: str,
+        inputs: tuple[Chunk, ...],
+        *,
+        tokenizer: CachedTokenizer,
+        budget: int,
+        resources: Mapping[str, Any] | None,
+        fused: StageResult | None = None,
+    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
+        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
+        meter, env = self._meter_and_env(query, tokenizer, budget, resources)
         current: tuple[Chunk, ...] = inputs
         tokens_now = meter.total_tokens(current)
         input_tokens = tokens_now
@@ -396,18 +404,7 @@ class Pipeline:
     ) -> tuple[tuple[Chunk, ...], StageResult | None, list[Drop], Meter, dict[str, Any]]:
         empty: list[Drop] = []
         inputs, fused = self._inputs(query, chunks, empty)
-        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
-            self._bodies.clear()
-            self._headers.clear()
-        meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
-        env: dict[str, Any] = {
-            "query": query,
-            "tokenizer": tokenizer,
-            "budget": budget,
-            "meter": meter,
-            "format": self.format,
-            **(resources or {}),
-        }
+        meter, env = self._meter_and_env(query, tokenizer, budget, resources)
         return inputs, fused, empty, meter, env
 
     def _finish(

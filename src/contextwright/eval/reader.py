@@ -291,19 +291,19 @@ class Reader:
         """
         keys = [self.key(m) for m in requests]
         out: dict[str, tuple[ChatReply, bool] | LLMError] = {}
-        todo: dict[str, Sequence[Mapping[str, str]]] = {}
+        uncached: dict[str, Sequence[Mapping[str, str]]] = {}
         for k, m in zip(keys, requests, strict=True):
-            if k in out or k in todo:
+            if k in out or k in uncached:
                 continue
             hit = self._cache.get(k)
             if hit is not None:
                 out[k] = (hit, True)
             else:
-                todo[k] = m
-        total = len(out) + len(todo)
+                uncached[k] = m
+        total = len(out) + len(uncached)
         if progress is not None:
             progress(len(out), total)
-        if todo:
+        if uncached:
             self.check()
 
             def one(messages: Sequence[Mapping[str, str]]) -> tuple[ChatReply, bool] | LLMError:
@@ -315,7 +315,7 @@ class Reader:
             pool = ThreadPoolExecutor(max_workers=self.max_concurrency)
             try:
                 pending: dict[Future[tuple[ChatReply, bool] | LLMError], str] = {}
-                items = iter(todo.items())
+                items = iter(uncached.items())
                 # Submit a bounded window so Ctrl-C leaves little in flight.
                 for k, m in items:
                     pending[pool.submit(one, m)] = k
