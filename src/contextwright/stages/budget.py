@@ -259,17 +259,17 @@ def _lower(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=16_384)
-def _sentence_spans(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
-    """Sentence spans of ``text`` and each sentence lower-cased, cached by text."""
+def _sentence_terms(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[str], ...]]:
+    """Sentence spans of ``text`` and each sentence's terms, cached by text."""
     spans = tuple(split_sentences(text))
-    return spans, tuple(text[s:e].lower() for s, e in spans)
+    return spans, tuple(frozenset(terms(text[s:e])) for s, e in spans)
 
 
 def _has_term(low: str, term: str) -> bool:
     """Whether a word of ``low`` starts with ``term``: ``prize`` finds "prize", "prizes", "prize's".
 
-    ``str.find`` and a look at the character before, not a regular expression: this runs for
-    every query term over every chunk of a call that cuts, and each query brings new terms.
+    ``str.find`` and a look at the character before each hit, not a regular expression: this
+    runs for every query term over every chunk of a call that cuts, and each query brings new terms.
     """
     at = low.find(term)
     while at >= 0:
@@ -282,7 +282,7 @@ def _has_term(low: str, term: str) -> bool:
 def clear_caches() -> None:
     """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
     _lower.cache_clear()
-    _sentence_spans.cache_clear()
+    _sentence_terms.cache_clear()
 
 
 class _Relevance:
@@ -305,11 +305,11 @@ class _Relevance:
         self._terms = tuple(self.idf)
         self._weights: dict[int, float] = {}
 
-    def mask(self, low: str) -> int:
-        """The query terms that the lower-cased ``low`` contains, as a bit set."""
+    def mask(self, have: frozenset[str]) -> int:
+        """The query terms among the terms ``have``, as a bit set."""
         bits = 0
         for k, t in enumerate(self._terms):
-            if t in low and _has_term(low, t):
+            if t in have:
                 bits |= 1 << k
         return bits
 
@@ -331,7 +331,7 @@ def _best_window(
     Sentence windows first; a window of words only when no single sentence fits.
     """
     text = c.text
-    spans, lowered = _sentence_spans(text)
+    spans, sentence_terms = _sentence_terms(text)
     # Framing of a block at its largest: a header may shrink with its text
     # (``lean`` leaves out a title the text already names), never grow.
     overhead = meter.block_cost(replace(c, text=""), n) - meter.tokens(replace(c, text=""))
@@ -358,7 +358,7 @@ def _best_window(
         """Estimated tokens of sentences i..j."""
         return alone[i] + cum[j] - cum[i]
 
-    masks = [relevance.mask(low) for low in lowered]
+    masks = [relevance.mask(have) for have in sentence_terms]
     best: tuple[float, int, int] | None = None
     best_ij = (0, 0)
     last = len(spans) - 1
@@ -409,10 +409,7 @@ def _word_window(
     weights = [0.0] * len(words)
     if relevance.idf:
         for k, (a, b) in enumerate(words):
-            # A word "starts" at its first letter or digit: "(prizes," holds the term "prize".
-            low = text[a:b].lower()
-            lead = next((p for p, ch in enumerate(low) if ch.isalnum()), len(low))
-            weights[k] = relevance.weight(relevance.mask(" " + low[lead:]))
+            weights[k] = relevance.weight(relevance.mask(frozenset(terms(text[a:b]))))
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
