@@ -25,7 +25,7 @@ def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[st
     from opentelemetry import trace
 
     with (
-        mock.patch.object(trace, "get_tracer_provider", lambda: provider),
+        mock.patch.object(trace, "get_tracer_provider", return_value=provider),
         tracer.start_as_current_span("request"),
     ):
         ctx = Assembler("qa", budget=400).assemble(

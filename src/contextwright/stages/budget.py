@@ -288,7 +288,7 @@ def clear_caches() -> None:
 class _Relevance:
     """Query terms and their IDF over one call's chunks (each chunk one document)."""
 
-    __slots__ = ("idf", "_terms", "_weights")
+    __slots__ = ("_terms", "_weights", "idf")
 
     def __init__(self, query: str, chunks: Sequence[Chunk]) -> None:
         wanted = list(dict.fromkeys(terms(query)))
