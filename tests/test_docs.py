@@ -50,7 +50,46 @@ def test_site_loads_no_assets_from_the_network(site: Path) -> None:
 
 
 def test_readme_links_into_the_docs_resolve() -> None:
+    """Every `docs/` link of the README names a page, and its `#anchor` a heading of that page."""
+    from markdown.extensions.toc import slugify
+
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    links = re.findall(r"\]\((docs/[^)#]+)", readme)
-    for link in links:
+    links = re.findall(r"\]\((docs/[^)#]+)(?:#([^)]+))?\)", readme)
+    assert links
+    for link, anchor in links:
         assert (REPO / link).is_file(), f"README links to {link}, which does not exist"
+        if anchor:
+            page = (REPO / link).read_text(encoding="utf-8")
+            slugs = {slugify(h.replace("`", ""), "-") for h in re.findall(r"^#+ (.+)$", page, flags=re.M)}
+            assert anchor in slugs, f"README links to {link}#{anchor}; its headings give {sorted(slugs)}"
+
+
+def _readme_block(heading: str) -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_install_and_test_commands_are_what_ci_runs() -> None:
+    """`.ci/run` is the README on a fresh machine: the same pip installs, then the same test command."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    ci_commands = [line.strip().replace(" -q", "") for line in ci.splitlines()]
+    install = _readme_block("Install").split("#", 1)[0].strip()
+    for command in install.split("&&"):
+        assert command.strip() in ci_commands, f"README installs with {command.strip()!r}; .ci/run does not"
+    test_command = _readme_block("Test").strip()
+    tail = ci.split("== tests (README: test)", 1)[1]
+    assert test_command in [line.strip() for line in tail.splitlines()], (test_command, tail)
+
+
+def test_readme_is_a_first_screen() -> None:
+    """What it is, install, test, the main command and a quickstart fit one screen; the rest is in docs/."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first_screen = readme.split("\n## Documentation\n", 1)[0]
+    assert len(first_screen.splitlines()) <= 80
+    headings = re.findall(r"^## (.+)$", readme, flags=re.M)
+    assert headings == ["Install", "Test", "Assemble", "Documentation"], headings
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in sorted((REPO / "docs").glob("*.md")):
+        assert f": {page.name}" in nav, f"{page.name} is not in mkdocs.yml's nav"
+        assert f"docs/{page.name}" in readme or page.name == "index.md", f"README does not link {page.name}"
