@@ -49,6 +49,17 @@ def test_site_loads_no_assets_from_the_network(site: Path) -> None:
         assert not remote, f"{page.relative_to(site)} loads {remote}"
 
 
+def test_lists_and_tables_render_as_lists_and_tables(site: Path) -> None:
+    """Python-Markdown needs a blank line before a list or table that follows a paragraph (GitHub does
+    not): without it the items would render as one run-on paragraph on the site."""
+    for page in site.rglob("*.html"):
+        body = re.sub(r"<pre.*?</pre>", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for paragraph in re.findall(r"<(?:p|li)>(.*?)</(?:p|li)>", body, flags=re.S):
+            assert not re.search(r"\n(?:[-*]|\d+\.) |\n\|", paragraph), (
+                f"{page.relative_to(site)}: a list or table rendered as text: {paragraph[:200]!r}"
+            )
+
+
 def test_readme_links_into_the_docs_resolve() -> None:
     """Every `docs/` link of the README names a page, and its `#anchor` a heading of that page."""
     from markdown.extensions.toc import slugify
