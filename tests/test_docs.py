@@ -104,3 +104,15 @@ def test_readme_is_a_first_screen() -> None:
     for page in sorted((REPO / "docs").glob("*.md")):
         assert f": {page.name}" in nav, f"{page.name} is not in mkdocs.yml's nav"
         assert f"docs/{page.name}" in readme or page.name == "index.md", f"README does not link {page.name}"
+
+
+def test_every_cli_command_is_in_the_command_table() -> None:
+    pytest.importorskip("typer")
+    import typer.main
+
+    from contextwright.cli import app
+
+    table = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("\n\n", 2)[1]
+    commands = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    listed = set(re.findall(r"`contextwright ([\w-]+)`", table))
+    assert listed == commands, f"docs/cli.md lists {sorted(listed)}; the CLI has {sorted(commands)}"
