@@ -8,6 +8,7 @@ checks the final string exactly (invariant 1).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -21,7 +22,7 @@ from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.spans import compose
 from contextwright.stages.base import register_stage
-from contextwright.stages.compress import terms
+from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
 
@@ -259,10 +260,10 @@ def _lower(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=16_384)
-def _sentence_terms(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[frozenset[str], ...]]:
-    """Sentence spans of ``text`` and each sentence's terms, cached by text."""
+def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
+    """Sentence spans of ``text`` and each sentence lower-cased, cached by text."""
     spans = tuple(split_sentences(text))
-    return spans, tuple(frozenset(terms(text[s:e])) for s, e in spans)
+    return spans, tuple(text[s:e].lower() for s, e in spans)
 
 
 def _has_term(low: str, term: str) -> bool:
@@ -282,7 +283,7 @@ def _has_term(low: str, term: str) -> bool:
 def clear_caches() -> None:
     """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
     _lower.cache_clear()
-    _sentence_terms.cache_clear()
+    _sentences.cache_clear()
 
 
 class _Relevance:
@@ -305,11 +306,11 @@ class _Relevance:
         self._terms = tuple(self.idf)
         self._weights: dict[int, float] = {}
 
-    def mask(self, have: frozenset[str]) -> int:
-        """The query terms among the terms ``have``, as a bit set."""
+    def mask(self, low: str) -> int:
+        """The query terms among the terms of the lower-cased ``low``, as a bit set."""
         bits = 0
         for k, t in enumerate(self._terms):
-            if t in have:
+            if has_term(low, t):
                 bits |= 1 << k
         return bits
 
@@ -331,7 +332,7 @@ def _best_window(
     Sentence windows first; a window of words only when no single sentence fits.
     """
     text = c.text
-    spans, sentence_terms = _sentence_terms(text)
+    spans, lowered = _sentences(text)
     # Framing of a block at its largest: a header may shrink with its text
     # (``lean`` leaves out a title the text already names), never grow.
     overhead = meter.block_cost(replace(c, text=""), n) - meter.tokens(replace(c, text=""))
@@ -358,7 +359,7 @@ def _best_window(
         """Estimated tokens of sentences i..j."""
         return alone[i] + cum[j] - cum[i]
 
-    masks = [relevance.mask(have) for have in sentence_terms]
+    masks = [relevance.mask(low) for low in lowered]
     best: tuple[float, int, int] | None = None
     best_ij = (0, 0)
     last = len(spans) - 1
@@ -409,7 +410,7 @@ def _word_window(
     weights = [0.0] * len(words)
     if relevance.idf:
         for k, (a, b) in enumerate(words):
-            weights[k] = relevance.weight(relevance.mask(frozenset(terms(text[a:b]))))
+            weights[k] = relevance.weight(relevance.mask(text[a:b].lower()))
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
@@ -424,8 +425,8 @@ def _word_window(
             v = round(prefix[s + length] - prefix[s], 9)
             if best is not None and v < best[0]:
                 continue
-            inside = [k for k in hits if s <= k < s + length]
-            off = abs((inside[0] + inside[-1]) / 2 - (s + (length - 1) / 2)) if inside else 0.0
+            first, last = bisect.bisect_left(hits, s), bisect.bisect_left(hits, s + length) - 1
+            off = abs((hits[first] + hits[last]) / 2 - (s + (length - 1) / 2)) if first <= last else 0.0
             if best is None or (v, -off) > best:
                 best, at = (v, -off), s
         return at
