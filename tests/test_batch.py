@@ -199,10 +199,12 @@ def test_ray_part_files_equal_the_local_file(
     ray_session: Any, queries_file: Path, local_out: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "parts"
-    stats = run_batch(queries_file, f"{out}/", engine="ray", workers=2, budget=500, batch_size=2)
+    stats = run_batch(
+        queries_file, f"{out}/", engine="ray", workers=2, budget=500, batch_size=2, rows_per_file=5
+    )
     assert (stats.rows, stats.errors, stats.engine) == (12, 2, "ray")
     parts = sorted(out.glob("*.jsonl"))
-    assert len(parts) > 1  # written by several write tasks, not funnelled into one
+    assert len(parts) > 1  # 12 rows, at least 5 a file: written by several write tasks
     assert b"".join(p.read_bytes() for p in parts) == local_out.read_bytes()
     errors = Path(f"{out}.errors.jsonl").read_bytes()
     assert errors == Path(str(local_out) + ".errors.jsonl").read_bytes()

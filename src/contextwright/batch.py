@@ -523,6 +523,7 @@ def run_batch(
     batch_size: int = 16,
     progress: Progress | None = None,
     out_format: OutFormat | None = None,
+    rows_per_file: int = 10_000,
     settings: BatchSettings | None = None,
     **kwargs: Any,
 ) -> BatchStats:
@@ -563,6 +564,10 @@ def run_batch(
         progress: ``progress(rows_done, errors)`` after each batch (once at the
             end for a directory output, whose rows never reach this process).
         out_format: ``jsonl``, ``jsonl.gz`` or ``parquet``; default from ``output``'s name.
+        rows_per_file: For a directory output, the fewest rows a part file
+            holds (Ray's ``min_rows_per_file``: consecutive blocks are written
+            together, so a million queries make ~100 files, not one per block);
+            the last part may hold fewer.
         settings: A :class:`BatchSettings`, or its fields as keywords.
 
     Returns:
@@ -579,6 +584,8 @@ def run_batch(
     n = _check_workers(workers)
     if engine not in ("local", "ray"):
         raise ConfigError(f"engine must be 'local' or 'ray'; got {engine!r}.")
+    if isinstance(rows_per_file, bool) or not isinstance(rows_per_file, int) or rows_per_file < 1:
+        raise ConfigError(f"rows_per_file must be a positive integer; got {rows_per_file!r}.")
     src, dst = str(input), str(output)
     fmt = _out_format(dst, out_format)
     directory = _is_directory_out(dst)
@@ -607,7 +614,7 @@ def run_batch(
             if Path(src).is_file():
                 read_rows(src)  # the wrong file (chunks, empty) fails here, before Ray starts
         if directory:
-            done, failed_rows = _ray_write(src, dst, fmt, s, n, batch_size)
+            done, failed_rows = _ray_write(src, dst, fmt, s, n, batch_size, rows_per_file)
             error_file = _ErrorFile(errors_path)  # the rows themselves are in the part files
             try:
                 for line in failed_rows:
@@ -784,7 +791,13 @@ def _ray_rows(src: str, settings: BatchSettings, workers: int, batch_size: int) 
 
 
 def _ray_write(
-    src: str, dst: str, fmt: OutFormat, settings: BatchSettings, workers: int, batch_size: int
+    src: str,
+    dst: str,
+    fmt: OutFormat,
+    settings: BatchSettings,
+    workers: int,
+    batch_size: int,
+    rows_per_file: int,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Part files written by Ray's write tasks; returns (rows written, error rows in input order)."""
     ray = _ray_start(workers)
@@ -807,9 +820,9 @@ def _ray_write(
     ds = _ray_dataset(src, settings, workers, batch_size, mode, collector)
     try:
         if fmt == "parquet":
-            ds.write_parquet(dst)
+            ds.write_parquet(dst, min_rows_per_file=rows_per_file)
         else:
-            ds.write_datasink(_jsonl_sink(dst, gz=fmt == "jsonl.gz"))
+            ds.write_datasink(_jsonl_sink(dst, gz=fmt == "jsonl.gz", rows_per_file=rows_per_file))
     except Exception as exc:
         inner = _unwrap(exc)
         if inner is exc:
@@ -821,7 +834,7 @@ def _ray_write(
     return ok, [f[2] for f in failed]
 
 
-def _jsonl_sink(path: str, *, gz: bool) -> Any:
+def _jsonl_sink(path: str, *, gz: bool, rows_per_file: int) -> Any:
     """A Ray file sink writing the ``line`` column as JSON Lines (one part file per write task)."""
     from ray.data.datasource import BlockBasedFileDatasink
 
@@ -833,6 +846,7 @@ def _jsonl_sink(path: str, *, gz: bool) -> Any:
 
     return JsonLinesSink(
         path,
+        min_rows_per_file=rows_per_file,
         file_format="jsonl.gz" if gz else "jsonl",
         open_stream_args={"compression": "gzip"} if gz else {},
     )

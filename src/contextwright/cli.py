@@ -693,6 +693,9 @@ if typer is not None:
                 help="jsonl, jsonl.gz or parquet (default: from OUTPUT's name; a directory: jsonl)."
             ),
         ] = None,
+        rows_per_file: Annotated[
+            int, typer.Option(min=1, help="Directory OUTPUT: the fewest rows per part file.")
+        ] = 10_000,
         timings: Annotated[
             bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
         ] = False,
@@ -738,6 +741,7 @@ if typer is not None:
                     errors=errors,
                     batch_size=batch_size,
                     out_format=out_format,  # type: ignore[arg-type]
+                    rows_per_file=rows_per_file,
                     settings=settings,
                     progress=lambda done, failed: bar.update(task, done=done, errors=failed),
                 )
