@@ -731,7 +731,7 @@ class SQLiteStore(_LoaderMixin):
                 )
                 # Reads map the file instead of copying pages through read() calls: a fetch is ~20
                 # B-tree seeks into random pages, so at a million chunks this keeps it as cheap as
-                # at 10k (measured: p50 0.70 -> 0.62 ms at 1M). Address space only; pages are the OS's.
+                # at 10k (measured: p50 0.70 -> 0.60-0.64 ms at 1M). Address space only; pages are the OS's.
                 conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open SQLite store {self.path!r} for reading: {exc}.") from None
