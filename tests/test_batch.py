@@ -125,6 +125,8 @@ def test_bad_settings_fail_before_any_row(queries_file: Path, tmp_path: Path) ->
         run_batch(tmp_path / "missing.jsonl", tmp_path / "o.jsonl", budget=10)
     with pytest.raises(ConfigError, match=r"directory.*engine='ray'"):
         run_batch(queries_file, str(tmp_path) + "/", budget=10)
+    with pytest.raises(ConfigError, match=r"'s3://bucket/out/' is a URI: part files"):
+        run_batch(queries_file, "s3://bucket/out/", budget=10)
     with pytest.raises(ConfigError, match=r"URI.*--engine ray"):
         run_batch("s3://bucket/queries.jsonl", tmp_path / "o.jsonl", budget=10)
     assert not (tmp_path / "o.jsonl").exists()
@@ -165,6 +167,8 @@ def test_cli_batch_writes_output_and_errors(queries_file: Path, local_out: Path,
     assert gzip.decompress(out.read_bytes()) == local_out.read_bytes()
     bad = runner.invoke(app, ["batch", str(queries_file), str(out), "--engine", "spark"])
     assert bad.exit_code == 2 and "--engine must be local or ray" in bad.output
+    bad = runner.invoke(app, ["batch", str(queries_file), str(out), "--out-format", "csv"])
+    assert bad.exit_code == 2 and "--out-format must be jsonl, jsonl.gz or parquet" in bad.output
 
 
 def test_import_and_other_commands_never_load_ray() -> None:

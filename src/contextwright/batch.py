@@ -590,9 +590,10 @@ def run_batch(
     fmt = _out_format(dst, out_format)
     directory = _is_directory_out(dst)
     if directory and engine != "ray":
+        what = "a URI" if _is_uri(dst) else "a directory"
         raise ConfigError(
-            f"output {dst!r} is a directory: part files written in parallel need engine='ray' "
-            "(--engine ray); pass a file such as out.jsonl for the local engine."
+            f"output {dst!r} is {what}: part files written in parallel need engine='ray' "
+            "(--engine ray); pass a local file such as out.jsonl for the local engine."
         )
     if _is_uri(src) and engine != "ray":
         raise ConfigError(f"input {src!r} is a URI; the local engine reads local files: use --engine ray.")
