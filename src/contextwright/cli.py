@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 try:
     import typer
     from rich.console import Console
+    from rich.markup import escape
 except ImportError:  # pragma: no cover - exercised only without the extra
     typer = None  # type: ignore[assignment]
 
@@ -65,8 +66,6 @@ if typer is not None:
 
     def fail(message: str) -> NoReturn:
         """Print a readable error and exit with code 2 (bad input or options)."""
-        from rich.markup import escape
-
         # The message is plain text: "[offline]" in an install hint must print as written.
         err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
         raise typer.Exit(2)
@@ -279,9 +278,9 @@ if typer is not None:
                         out.print(f"{'' if n == 0 else chr(10)}# {item.id} · {q}", markup=False)
                     sys.stdout.write(ctx.text + "\n")
                     sys.stdout.flush()
-                    err.print(f"[dim]{ctx.report.summary()}[/]")
+                    err.print(f"[dim]{escape(ctx.report.summary())}[/]")
                     if ctx.report.history is not None:
-                        err.print(f"[dim]{history_line(ctx.report.history)}[/]")
+                        err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")
                 if report:
                     print_report(ctx)
             bar.stop()
@@ -321,7 +320,6 @@ if typer is not None:
 
     def warn_no_query(file: str, assembler: Any) -> None:
         """Say on stderr that a list of chunks is assembled without a query."""
-        from rich.markup import escape
 
         users = [s.name for s in assembler.pipeline.stages if "query" in getattr(s, "requires", ())]
         what = (
@@ -402,7 +400,6 @@ if typer is not None:
         """The per-stage report as a Rich table on stderr."""
         from collections import Counter
 
-        from rich.markup import escape
         from rich.table import Table
 
         # Counts by reason fit 80 columns; every chunk id with its reason is in --json.
@@ -586,7 +583,6 @@ if typer is not None:
             Path(html).write_text(page, encoding="utf-8")
         except OSError as exc:
             fail(f"cannot write {html!r}: {exc.strerror}")
-        from rich.markup import escape
 
         err.print(f"[dim]{escape(ctx.report.summary())}[/] → {escape(html)}", highlight=False)
 
@@ -1077,7 +1073,7 @@ if typer is not None:
                 key = (record.name, record.getMessage())
                 if key not in seen:
                     seen.add(key)
-                    err.print(f"[yellow]warning:[/] {key[1]} [dim](shown once)[/]", highlight=False)
+                    err.print(f"[yellow]warning:[/] {escape(key[1])} [dim](shown once)[/]", highlight=False)
 
         handler = Once(logging.WARNING)
         logging.getLogger("contextwright").addHandler(handler)
@@ -1128,9 +1124,9 @@ if typer is not None:
                     "--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME."
                 )
             for name, reason in result.skipped.items():
-                err.print(f"[yellow]skipped {name}:[/] {reason}", highlight=False)
+                err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
             for name, note in result.notes.items():
-                err.print(f"[yellow]note {name}:[/] {note}", highlight=False)
+                err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
             table = render_table(result, wide=wide)
             out = Console(highlight=False)
             needed = out.measure(table, options=out.options.update_width(1_000)).maximum

@@ -18,7 +18,7 @@ a call grows linearly with; :func:`stage_work` multiplies them, and the HTTP
 service caps ``chunks × Σ stage_work`` per request (``max_request_work``).
 
 :func:`bounds_table` lists every bound of every registered stage and format
-(the README's table is generated from it).
+(the table in docs/security.md is checked against it).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def check_number(value: Any, name: str, hi: float, *, where: str = "") -> None:
     if abs(value) > hi:
         raise ConfigError(
             f"{prefix} is {value!r}, beyond its bound of {hi:g} (|value| <= {hi:g}); "
-            f"choose a value within it (see the bounds table in the README)."
+            f"choose a value within it (see the bounds table in docs/security.md)."
         )
 
 

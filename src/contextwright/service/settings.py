@@ -14,6 +14,14 @@ __all__ = ["ENV_PREFIX", "ServiceConfig"]
 
 ENV_PREFIX = "CONTEXTWRIGHT_"
 
+#: ``CONTEXTWRIGHT_*`` variables that are not service settings, so :meth:`ServiceConfig.load`
+#: does not refuse them: the config file's path and the test data's directory ...
+NON_SETTING_VARIABLES = frozenset({"CONTEXTWRIGHT_CONFIG", "CONTEXTWRIGHT_SHARED_DATA"})
+#: ... and whole families: the test suite's (``CONTEXTWRIGHT_TEST_PG_DSN``), the benchmarks'
+#: (``CONTEXTWRIGHT_BENCH_PG_DSN``) and a real LLM endpoint's (``CONTEXTWRIGHT_LLM_BASE_URL``,
+#: also a name to give ``llm_compress``'s ``api_key_env``).
+NON_SETTING_PREFIXES = ("CONTEXTWRIGHT_TEST_", "CONTEXTWRIGHT_BENCH_", "CONTEXTWRIGHT_LLM_")
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ServiceConfig:
@@ -158,11 +166,14 @@ class ServiceConfig:
             **overrides: Values that win over both (``None`` values are ignored).
 
         Raises:
-            ConfigError: naming the file, key or variable and the expected type.
+            ConfigError: naming the file, key or variable and the expected type; also for a
+                ``CONTEXTWRIGHT_*`` variable that is not a setting, with the closest setting
+                (:data:`NON_SETTING_VARIABLES` and :data:`NON_SETTING_PREFIXES` are left alone).
         """
         env = os.environ if env is None else env
         fields = {f.name: f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {}
+        _refuse_unknown_variables(env, fields)
         path = path if path is not None else env.get(ENV_PREFIX + "CONFIG") or None
         if path is not None:
             values.update(_read_toml(Path(path), fields))
@@ -191,6 +202,39 @@ class ServiceConfig:
                     str(value).lower() if isinstance(value, bool) else str(value)
                 )
         return out
+
+
+def _refuse_unknown_variables(env: Mapping[str, str], fields: Mapping[str, Any]) -> None:
+    """A ``CONTEXTWRIGHT_*`` variable that is no setting is a typo until shown otherwise.
+
+    Unknown TOML keys are refused, and so are these: a key file given as ``..._API_KEY_FILE`` (the
+    setting is ``API_KEYS_FILE``) would otherwise serve without authentication. Names are matched
+    case-insensitively so that ``contextwright_budget`` (never read) is caught too.
+    """
+    known = {ENV_PREFIX + name.upper() for name in fields}
+    unknown = sorted(
+        name
+        for name in env
+        if name.upper().startswith(ENV_PREFIX)
+        and name not in known
+        and name.upper() not in NON_SETTING_VARIABLES
+        and not name.upper().startswith(NON_SETTING_PREFIXES)
+    )
+    if not unknown:
+        return
+    first = unknown[0]
+    hint = (
+        did_you_mean(first.upper(), known)
+        if first.upper() not in known
+        else f" Did you mean {first.upper()!r}?"
+    )
+    others = f" (and {', '.join(unknown[1:])})" if len(unknown) > 1 else ""
+    raise ConfigError(
+        f"environment variable {first!r}{others} is not a service setting.{hint} "
+        f"The settings are CONTEXTWRIGHT_<KEY> for the keys {', '.join(fields)}, plus "
+        f"CONTEXTWRIGHT_CONFIG. Rename or unset it; variables for other tools may use "
+        f"{', '.join(p + '*' for p in NON_SETTING_PREFIXES)}."
+    )
 
 
 _INT_FIELDS = {
