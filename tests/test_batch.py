@@ -226,6 +226,13 @@ def test_ray_reads_parquet_from_a_uri_into_one_ordered_file(
     assert pq.read_table(ray_pq).to_pylist() == pq.read_table(local_pq).to_pylist()
     error = _records(Path(str(ray_pq) + ".errors.jsonl"))[0]
     assert (error["id"], error["where"]) == ("bad-1", f"file://{parquet_file}[4]")
+    # a URI is not checked up front: the wrong file fails inside Ray, and the library's own error
+    # comes out, not Ray's wrapper with the remote traceback for a message
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text('{"id": "c1", "text": "a chunk"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"^batch needs queries") as raised:
+        run_batch(f"file://{chunks}", tmp_path / "x.jsonl", engine="ray", workers=1, budget=500)
+    assert type(raised.value) is InputError
 
 
 def test_eval_engine_ray_equals_local(ray_session: Any, dev_queries: list[dict[str, Any]]) -> None:

@@ -769,12 +769,18 @@ def _ray_dataset(
 
 
 def _unwrap(exc: BaseException) -> BaseException:
-    """The library error inside a Ray task failure (Ray wraps what the user code raised)."""
-    seen = exc
-    while seen is not None:
+    """The library error a Ray task raised, without Ray's wrapping (its message is the remote traceback)."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain, not a cycle; a few levels at most
+        if seen is None:
+            break
+        cause = getattr(seen, "cause", None)  # RayTaskError: what the task itself raised
+        if isinstance(cause, BaseException) and cause is not seen:
+            seen = cause
+            continue
         if isinstance(seen, ContextwrightError):
             return seen
-        seen = seen.__cause__ or getattr(seen, "cause", None)  # type: ignore[assignment]
+        seen = seen.__cause__
     return exc
 
 
