@@ -203,9 +203,18 @@ def test_ray_part_files_equal_the_local_file(
     ray_session: Any, queries_file: Path, local_out: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "parts"
+    seen: list[tuple[int, int]] = []
     stats = run_batch(
-        queries_file, f"{out}/", engine="ray", workers=2, budget=500, batch_size=2, rows_per_file=5
+        queries_file,
+        f"{out}/",
+        engine="ray",
+        workers=2,
+        budget=500,
+        batch_size=2,
+        rows_per_file=5,
+        progress=lambda done, failed: seen.append((done, failed)),
     )
+    assert seen[-1] == (14, 2)  # the actors' counts reach the caller's progress
     assert (stats.rows, stats.errors, stats.engine) == (12, 2, "ray")
     parts = sorted(out.glob("*.jsonl"))
     assert len(parts) > 1  # 12 rows, at least 5 a file: written by several write tasks

@@ -37,6 +37,7 @@ import itertools
 import json
 import os
 import pickle
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -561,8 +562,9 @@ def run_batch(
         errors: Where error rows go (default ``<output>.errors.jsonl``); the
             file is written only when some row failed.
         batch_size: Rows per task.
-        progress: ``progress(rows_done, errors)`` after each batch (once at the
-            end for a directory output, whose rows never reach this process).
+        progress: ``progress(rows_done, errors)`` after each batch (for a
+            directory output, whose rows never reach this process, every half
+            second from the actors' counts).
         out_format: ``jsonl``, ``jsonl.gz`` or ``parquet``; default from ``output``'s name.
         rows_per_file: For a directory output, the fewest rows a part file
             holds (Ray's ``min_rows_per_file``: consecutive blocks are written
@@ -615,7 +617,7 @@ def run_batch(
             if Path(src).is_file():
                 read_rows(src)  # the wrong file (chunks, empty) fails here, before Ray starts
         if directory:
-            done, failed_rows = _ray_write(src, dst, fmt, s, n, batch_size, rows_per_file)
+            done, failed_rows = _ray_write(src, dst, fmt, s, n, batch_size, rows_per_file, progress)
             error_file = _ErrorFile(errors_path)  # the rows themselves are in the part files
             try:
                 for line in failed_rows:
@@ -805,6 +807,7 @@ def _ray_write(
     workers: int,
     batch_size: int,
     rows_per_file: int,
+    progress: Progress | None = None,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Part files written by Ray's write tasks; returns (rows written, error rows in input order)."""
     ray = _ray_start(workers)
@@ -819,21 +822,38 @@ def _ray_write(
             self.ok += ok
             self.failed.extend(failed)
 
+        def counts(self) -> tuple[int, int]:
+            return self.ok, len(self.failed)
+
         def result(self) -> tuple[int, list[tuple[str, int, dict[str, Any]]]]:
             return self.ok, self.failed
 
     collector = _Collector.remote()  # type: ignore[attr-defined]
     mode = "parquet" if fmt == "parquet" else "jsonl"
     ds = _ray_dataset(src, settings, workers, batch_size, mode, collector)
-    try:
-        if fmt == "parquet":
-            ds.write_parquet(dst, min_rows_per_file=rows_per_file)
-        else:
-            ds.write_datasink(_jsonl_sink(dst, gz=fmt == "jsonl.gz", rows_per_file=rows_per_file))
-    except Exception as exc:
-        inner = _unwrap(exc)
-        if inner is exc:
-            raise
+    failure: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            if fmt == "parquet":
+                ds.write_parquet(dst, min_rows_per_file=rows_per_file)
+            else:
+                ds.write_datasink(_jsonl_sink(dst, gz=fmt == "jsonl.gz", rows_per_file=rows_per_file))
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            failure.append(exc)
+
+    # The write blocks until Ray is done; meanwhile this thread reports the actors' counts.
+    writer = threading.Thread(target=write, name="contextwright-ray-write", daemon=True)
+    writer.start()
+    while writer.is_alive():
+        writer.join(0.5)
+        if progress is not None and writer.is_alive():
+            ok, n_failed = ray.get(collector.counts.remote())
+            progress(ok + n_failed, n_failed)
+    if failure:
+        inner = _unwrap(failure[0])
+        if inner is failure[0]:
+            raise inner
         raise inner from None
     ok, failed = ray.get(collector.result.remote())
     ray.kill(collector)
