@@ -686,11 +686,12 @@ def _ray_start(workers: int) -> Any:
     return ray
 
 
-def _file_records(file: dict[str, Any], *, src: str) -> Iterator[dict[str, Any]]:
+def _file_records(file: dict[str, Any], *, src: str, src_abs: str) -> Iterator[dict[str, Any]]:
     """A Ray ``flat_map``: one input file's bytes → its query records, through the one input reader."""
     path = str(file["path"])
-    # name the file as the user did (relative, or with its s3:// scheme) when it is the input itself
-    same = os.path.abspath(src) == path or src.partition("://")[2] == path
+    # name the file as the user did (relative, or with its s3:// scheme) when it is the input itself;
+    # src_abs comes from the driver (a worker's working directory may be elsewhere)
+    same = path in (src_abs, src.partition("://")[2])
     label = src if same else path
     records = read_records(
         label, need="queries", command="batch", bad="keep", source=io.BytesIO(file["bytes"])
@@ -757,7 +758,7 @@ def _ray_dataset(
     """read_binary_files → the one input reader per file → blocks of a few batches → the actors."""
     ray = _ray_start(workers)
     ds = ray.data.read_binary_files(src, include_paths=True)
-    ds = ds.flat_map(_file_records, fn_kwargs={"src": src})
+    ds = ds.flat_map(_file_records, fn_kwargs={"src": src, "src_abs": os.path.abspath(src)})
     # One file is one read task and would be one block, which one actor would get whole: cut the
     # records into blocks of 4 batches (streaming, order kept), so every actor has work.
     ds = ds.repartition(target_num_rows_per_block=4 * batch_size)
