@@ -65,7 +65,7 @@ def test_every_command_reads_arrays_jsonl_gzip_and_stdin(tmp_path: Path) -> None
     )
     assert piped.exit_code == 0 and f"indexed {len(corpus)} chunks" in piped.stdout
     piped = runner.invoke(app, ["assemble", "-", "-q", "q", "--budget", "300"], input=json.dumps(chunks))
-    assert piped.exit_code == 0 and piped.stdout.startswith("[1] ")  # the qa preset's lean blocks
+    assert piped.exit_code == 0 and piped.stdout.startswith("[1]\n")  # the qa preset's lean blocks
 
 
 def test_eval_reads_a_json_array_and_stdin(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[st
     from opentelemetry import trace
 
     with (
-        mock.patch.object(trace, "get_tracer", lambda *a, **k: provider.get_tracer(*a, **k)),
+        mock.patch.object(trace, "get_tracer_provider", return_value=provider),
         tracer.start_as_current_span("request"),
     ):
         ctx = Assembler("qa", budget=400).assemble(
@@ -51,6 +51,19 @@ def test_assemble_emits_one_span_and_a_child_per_stage(dev_queries: list[dict[st
     budget_span = spans["contextwright.stage.token_budget"]
     budget_report = next(r for r in ctx.report.stages if r.stage == "token_budget")
     assert budget_span.attributes["contextwright.tokens_out"] == budget_report.tokens_out
+
+
+def test_without_a_tracer_provider_no_span_is_started(dev_queries: list[dict[str, Any]]) -> None:
+    pytest.importorskip("opentelemetry")
+    from opentelemetry import trace
+
+    from contextwright import telemetry
+
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)  # nothing configured
+    with telemetry.span("x", a=1) as sp:
+        assert sp is None
+    q = dev_queries[0]
+    assert Assembler("qa", budget=300).assemble(q["question"], q["chunks"]).tokens <= 300
 
 
 def test_without_opentelemetry_spans_are_no_ops(

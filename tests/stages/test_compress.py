@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextwright import Assembler, get_tokenizer
 from contextwright.errors import ConfigError
@@ -219,3 +221,43 @@ def test_tight_on_shared_data_keeps_budget_ids_and_verbatim_spans(
                 assert p in sentences or (len(p.split()) <= 40 and any(p in s for s in sentences))
             assert " ".join(" ".join(p.split()) for p in pieces) == " ".join(c.text.split())
     assert compressed > 0
+
+
+_WORDS_FOR_TERMS = st.sampled_from(
+    [
+        "prize",
+        "prizes",
+        "prize's",
+        "city",
+        "cities",
+        "churches",
+        "church",
+        "its",
+        "was",
+        "wa",
+        "bus",
+        "Ünïcode",
+        "naïve",
+        "x_y",
+        "1901",
+        "Röntgen",
+        "cat",
+        "catalogue",
+        "(cats,",
+        "co-prize",
+        "—",
+        ".",
+    ]
+)
+
+
+@given(
+    st.lists(_WORDS_FOR_TERMS, min_size=1, max_size=12), st.lists(_WORDS_FOR_TERMS, min_size=1, max_size=4)
+)
+def test_has_term_agrees_with_terms(words: list[str], query: list[str]) -> None:
+    from contextwright.stages.compress import has_term, terms
+
+    text = " ".join(words)
+    have = set(terms(text))
+    for t in set(terms(" ".join(query))) | have:
+        assert has_term(text.lower(), t) == (t in have), (text, t)

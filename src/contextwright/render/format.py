@@ -384,23 +384,27 @@ class MarkdownFormat(Format):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeanFormat(NumberedFormat):
-    """``[n] Title`` on a line, the text below: the fewest tokens of framing that still cite.
+    """``[n]`` on a line, the text below: the fewest tokens of framing that still cite.
 
     The default of the ``qa``, ``tight`` and ``documents`` presets. A header
-    carries the block's number, always (it is the citation), and the title
-    only when the text does not already name it: a title tells the reader
-    what a passage is about, and is sometimes the answer itself, but a
-    header that repeats the first words of its text spends tokens on
-    nothing. The source, section, page and line follow (`` — a.md § Setup,
-    p. 3``), the source only when it differs from the title.
+    carries the block's number, which is the citation; where the block came
+    from (title, source, page) is in :attr:`Context.citations`, resolved
+    from the number, so the context spends its tokens on text.
 
-    Measured on the shared NQ dev data (cl100k, top-6 chunks of each
-    query): ``xml`` costs 17.4 tokens per block, ``numbered`` (title always)
-    9.2, this format 7.3 (the title is left out of the 37 % of blocks whose
-    text names it), a bare ``[n]`` 3.3. Letting consecutive blocks of one
-    document share a header would save another 0.3 token per block
-    (11 % of adjacent ranks share a document), not worth a ``[n]`` whose
-    document the reader has to look up.
+    Measured on the shared NQ dev data (cl100k, ``bench/bench_quality.py``):
+    ``xml`` costs 17–19 tokens per block, ``numbered`` (title always) 9,
+    ``lean`` with ``titles=True`` 7.2 (the title left out of the 37 % of
+    blocks whose text names it) and this default 3.2. The title is sometimes
+    the answer itself, but the four tokens it costs on every block lose more
+    answers than it carries: at 300 tokens the ``qa`` preset keeps 0.921 of
+    the answers with titles and 0.935 without (naive concatenation: 0.935),
+    and no budget or half of dev is worse without them.
+
+    Args:
+        titles: Also show the title (when the text does not already name
+            it) and the source, section, page and line (`` — a.md § Setup,
+            p. 3``, the source only when it differs from the title), for a
+            reader that needs to know what a passage is about.
 
     Escaping is ``numbered``'s: a line of chunk text that starts with
     ``[n]`` gets a backslash, so retrieved text cannot open a block; the
@@ -409,6 +413,11 @@ class LeanFormat(NumberedFormat):
     """
 
     name: ClassVar[str] = "lean"
+    titles: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.titles, bool):
+            raise ConfigError(f"LeanFormat.titles must be true or false; got {self.titles!r}.")
 
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         if first and chunk.doc_summary:
@@ -417,6 +426,8 @@ class LeanFormat(NumberedFormat):
         return ""
 
     def block_header(self, chunk: Chunk, n: int) -> str:
+        if not self.titles:
+            return f"{self.label(n)}\n"
         title = _oneline(chunk.title) if chunk.title else ""
         if title and title.casefold() in chunk.text.casefold():
             title = ""

@@ -8,6 +8,7 @@ checks the final string exactly (invariant 1).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -21,7 +22,7 @@ from contextwright.render.meter import Meter
 from contextwright.sentences import split_sentences
 from contextwright.spans import compose
 from contextwright.stages.base import register_stage
-from contextwright.stages.compress import terms
+from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
 from contextwright.types import Change, Chunk, Drop, StageResult
 
@@ -258,56 +259,69 @@ def _lower(text: str) -> str:
     return text.lower()
 
 
-@functools.lru_cache(maxsize=4_096)
-def _term_pattern(term: str) -> re.Pattern[str]:
-    # A word starting with the (stemmed) term: "prize" finds "prize", "prizes", "prize's".
-    return re.compile(r"\b" + re.escape(term))
-
-
 @functools.lru_cache(maxsize=16_384)
-def _sentence_terms(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
-    """Sentence spans of ``text`` and each sentence's terms, cached by text."""
+def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
+    """Sentence spans of ``text`` and each sentence lower-cased, cached by text."""
     spans = tuple(split_sentences(text))
-    return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
+    return spans, tuple(text[s:e].lower() for s, e in spans)
+
+
+def _has_term(low: str, term: str) -> bool:
+    """Whether a word of ``low`` starts with ``term``: ``prize`` finds "prize", "prizes", "prize's".
+
+    ``str.find`` and a look at the character before each hit, not a regular expression: this
+    runs for every query term over every chunk of a call that cuts, and each query brings new terms.
+    """
+    at = low.find(term)
+    while at >= 0:
+        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
+            return True
+        at = low.find(term, at + 1)
+    return False
 
 
 def clear_caches() -> None:
     """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
     _lower.cache_clear()
-    _sentence_terms.cache_clear()
+    _sentences.cache_clear()
 
 
 class _Relevance:
     """Query terms and their IDF over one call's chunks (each chunk one document)."""
 
-    __slots__ = ("idf",)
+    __slots__ = ("_terms", "_weights", "idf")
 
     def __init__(self, query: str, chunks: Sequence[Chunk]) -> None:
-        wanted = dict.fromkeys(terms(query))
+        wanted = list(dict.fromkeys(terms(query)))
         df = dict.fromkeys(wanted, 0)
-        # Document frequency by a C-speed prefix search per query term, not by analysing every
-        # chunk: this runs on every query that cuts, and the query has a handful of terms.
-        patterns = {t: _term_pattern(t) for t in wanted}
         for c in chunks:
             low = _lower(c.text)
-            for t, pattern in patterns.items():
-                if t in low and pattern.search(low):  # the substring test rules most chunks out
+            for t in wanted:
+                if t in low and _has_term(low, t):  # the substring test rules most chunks out
                     df[t] += 1
         n = len(chunks)
         self.idf: Mapping[str, float] = {
             t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f
         }
+        self._terms = tuple(self.idf)
+        self._weights: dict[int, float] = {}
 
-    def cover(self, sentences: Sequence[Sequence[str]]) -> float:
-        """The IDF of the distinct query terms that ``sentences`` contain."""
-        idf = self.idf
-        if not idf:
-            return 0.0
-        have: set[str] = set()
-        for words in sentences:
-            have.update(words)
-        # Rounded so that float summation order never decides a tie.
-        return round(sum(w for t, w in idf.items() if t in have), 9)
+    def mask(self, low: str) -> int:
+        """The query terms among the terms of the lower-cased ``low``, as a bit set."""
+        bits = 0
+        for k, t in enumerate(self._terms):
+            if has_term(low, t):
+                bits |= 1 << k
+        return bits
+
+    def weight(self, bits: int) -> float:
+        """The IDF of the distinct query terms in ``bits``."""
+        got = self._weights.get(bits)
+        if got is None:
+            # Rounded so that float summation order never decides a tie.
+            got = round(sum(self.idf[t] for k, t in enumerate(self._terms) if bits >> k & 1), 9)
+            self._weights[bits] = got
+        return got
 
 
 def _best_window(
@@ -318,7 +332,7 @@ def _best_window(
     Sentence windows first; a window of words only when no single sentence fits.
     """
     text = c.text
-    spans, sentence_terms = _sentence_terms(text)
+    spans, lowered = _sentences(text)
     # Framing of a block at its largest: a header may shrink with its text
     # (``lean`` leaves out a title the text already names), never grow.
     overhead = meter.block_cost(replace(c, text=""), n) - meter.tokens(replace(c, text=""))
@@ -326,16 +340,26 @@ def _best_window(
     if limit < min_tokens:
         return None
 
-    sizes: dict[tuple[int, int], int] = {}
+    # Window sizes are estimated from per-sentence counts: each sentence alone (as a window's
+    # first) and with the whitespace that leads into it (as a later one), so the search costs two
+    # short encodings per sentence rather than one encoding per candidate window. The chosen window
+    # is then counted exactly, and shrunk from its end in the rare case where the estimate was
+    # short (a merge across a sentence boundary, an escape in the rendered body).
+    if not spans:
+        return _word_window(c, meter, room, limit, n, relevance, min_tokens)
+    alone_texts = [text[s:e] for s, e in spans]
+    lead_texts = [""] + [text[spans[k - 1][1] : spans[k][1]] for k in range(1, len(spans))]
+    meter.count_all(alone_texts + lead_texts[1:])
+    alone = [meter.count(t) for t in alone_texts]
+    cum = [0]  # cum[k]: tokens of sentences 1..k, each with its lead-in
+    for k in range(1, len(spans)):
+        cum.append(cum[-1] + meter.count(lead_texts[k]))
 
     def size(i: int, j: int) -> int:
-        key = (i, j)
-        got = sizes.get(key)
-        if got is None:
-            got = meter.tokens(replace(c, text=text[spans[i][0] : spans[j][1]]))
-            sizes[key] = got
-        return got
+        """Estimated tokens of sentences i..j."""
+        return alone[i] + cum[j] - cum[i]
 
+    masks = [relevance.mask(low) for low in lowered]
     best: tuple[float, int, int] | None = None
     best_ij = (0, 0)
     last = len(spans) - 1
@@ -347,14 +371,21 @@ def _best_window(
             j += 1
         if j < i:
             continue  # nothing from i fits
-        key = (relevance.cover(sentence_terms[i : j + 1]), size(i, j), -i)
+        bits = 0
+        for m in masks[i : j + 1]:
+            bits |= m
+        key = (relevance.weight(bits), size(i, j), -i)
         if best is None or key > best:
             best, best_ij = key, (i, j)
     if best is not None and best[1] >= min_tokens:
         i, j = best_ij
-        a, b = spans[i][0], spans[j][1]
-        out = c.with_ops("truncated", text=text[a:b], spans=compose(c, [(a, b)]))
-        if meter.block_cost(out, n) <= room:
+        while True:
+            a, b = spans[i][0], spans[j][1]
+            out = c.with_ops("truncated", text=text[a:b], spans=compose(c, [(a, b)]))
+            if meter.block_cost(out, n) <= room or j == i:
+                break
+            j -= 1  # the estimate was short: give up the window's last sentence
+        if meter.block_cost(out, n) <= room and meter.tokens(out) >= min_tokens:
             return out, (
                 f"cut to fit the {room} tokens left: sentences {i + 1}-{j + 1} of {len(spans)}, "
                 f"the window most relevant to the query ({len(out.text)} of {len(text)} characters)"
@@ -376,11 +407,10 @@ def _word_window(
     words = [(m.start(), m.end()) for m in _WORDS.finditer(text)]
     if len(words) < 2:
         return None
-    idf = relevance.idf
     weights = [0.0] * len(words)
-    if idf:
+    if relevance.idf:
         for k, (a, b) in enumerate(words):
-            weights[k] = sum(idf.get(t, 0.0) for t in set(terms(text[a:b])))
+            weights[k] = relevance.weight(relevance.mask(text[a:b].lower()))
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
@@ -395,8 +425,8 @@ def _word_window(
             v = round(prefix[s + length] - prefix[s], 9)
             if best is not None and v < best[0]:
                 continue
-            inside = [k for k in hits if s <= k < s + length]
-            off = abs((inside[0] + inside[-1]) / 2 - (s + (length - 1) / 2)) if inside else 0.0
+            first, last = bisect.bisect_left(hits, s), bisect.bisect_left(hits, s + length) - 1
+            off = abs((hits[first] + hits[last]) / 2 - (s + (length - 1) / 2)) if first <= last else 0.0
             if best is None or (v, -off) > best:
                 best, at = (v, -off), s
         return at

@@ -85,6 +85,26 @@ def terms(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+def has_term(low: str, term: str) -> bool:
+    """Whether ``term in terms(text)`` for ``low = text.lower()``, without analysing every word.
+
+    A stem is a prefix of the words it comes from ("prize" of "prizes"), except ``-ies`` ("city"
+    of "cities"); so only the words starting where ``str.find`` hits are stemmed. For a handful
+    of query terms over a few sentences this is several times faster than :func:`terms`.
+    """
+    probe = term[:-1] if term.endswith("y") else term
+    if not probe:
+        return False
+    at = low.find(probe)
+    while at >= 0:
+        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
+            word = _WORD.match(low, at)
+            if word is not None and word.group() not in _STOP and _stem(word.group()) == term:
+                return True
+        at = low.find(probe, at + 1)
+    return False
+
+
 @functools.lru_cache(maxsize=16_384)
 def _analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
     """Sentence spans of ``text`` and each sentence's terms, cached by text.
