@@ -5,8 +5,10 @@ The 300 dev queries of ``../shared/data/nq_bm25_dev300.jsonl.gz`` are repeated
 ``qa``, budget 1,000) by each engine and worker count. Prints queries/s with
 the start-up (worker processes or Ray actors) included, and the overhead of
 Ray against local processes at equal workers. Ray's own start (``ray.init``)
-is timed separately; it is paid once per job. Every run's output is checked
-to be byte-identical to the first.
+is timed separately; it is paid once per job. Ray runs twice at 2 workers:
+one ordered file written by the driver, and part files written by Ray's write
+tasks (a directory OUT). Every run's output (the part files concatenated in
+name order) is checked to be byte-identical to the first.
 
 Usage:
     python bench/bench_batch.py [--repeat 4]
@@ -49,27 +51,35 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} at start")  # fmt: skip
     results: dict[tuple[str, int], float] = {}
     reference: bytes | None = None
-    for engine, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
-        if engine == "ray" and not any(k[0] == "ray" for k in results):
+    runs = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2), ("ray-parts", 2))
+    for engine, workers in runs:
+        if engine.startswith("ray") and not any(k[0] == "ray" for k in results):
             import ray
 
             start = time.perf_counter()
             ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
             print(f"ray.init: {time.perf_counter() - start:.1f} s (once per job, not counted below)")
-        out = work / f"out_{engine}_{workers}.jsonl"
-        stats = run_batch(src, out, engine=engine, workers=workers, budget=args.budget)  # type: ignore[arg-type]
+        if engine == "ray-parts":  # part files written by Ray's write tasks, not by this process
+            parts = work / "parts"
+            stats = run_batch(src, f"{parts}/", engine="ray", workers=workers, budget=args.budget)
+            data = b"".join(p.read_bytes() for p in sorted(parts.glob("*.jsonl")))
+        else:
+            out = work / f"out_{engine}_{workers}.jsonl"
+            stats = run_batch(src, out, engine=engine, workers=workers, budget=args.budget)  # type: ignore[arg-type]
+            data = out.read_bytes()
         results[(engine, workers)] = stats.seconds
-        data = out.read_bytes()
         reference = reference or data
         same = "identical" if data == reference else "DIFFERENT"
         print(
-            f"{engine:<5} × {workers}: {stats.seconds:6.1f} s  {n / stats.seconds:7.1f} queries/s  "
+            f"{engine:<9} × {workers}: {stats.seconds:6.1f} s  {n / stats.seconds:7.1f} queries/s  "
             f"({stats.rows:,} rows, {stats.errors} errors, output {same})",
             flush=True,
         )
     for w in (1, 2):
         local, on_ray = results[("local", w)], results[("ray", w)]
         print(f"ray vs local at {w} worker(s): {on_ray / local:.2f}× the time ({on_ray - local:+.1f} s)")
+    parts_vs = results[("ray-parts", 2)] / results[("ray", 2)]
+    print(f"ray part files vs one file through the driver at 2 workers: {parts_vs:.2f}× the time")
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 
 

@@ -5,7 +5,7 @@ One run prints, side by side for each size:
 * loading the corpus with ``contextwright index`` (the real command, in a
   subprocess) into SQLite and PostgreSQL: seconds, chunks/s, database size;
 * expansion latency: one store round trip fetching the neighbours (index ±1)
-  of a 20-chunk retrieval, p50/p95 over 300 queries, on a warm connection;
+  of a 20-chunk retrieval, p50/p95 over 1,000 queries, on a warm connection;
 * corpus near-duplicate detection (``contextwright dedup-corpus``, MinHash
   LSH): seconds, peak memory, pairs found, recall of the planted near
   duplicates, and agreement with the exact Jaccard on a sample.
@@ -165,7 +165,7 @@ def bench_stores(corpus: Path, facts: dict[str, Any], work: Path, pg_dsn: str | 
 
     n = facts["chunks"]
     rows = []
-    queries = _queries(facts, 300, seed=n)
+    queries = _queries(facts, 1000, seed=n)
     db = work / f"scale_{n}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
@@ -173,9 +173,10 @@ def bench_stores(corpus: Path, facts: dict[str, Any], work: Path, pg_dsn: str | 
     size = sum(Path(str(db) + s).stat().st_size for s in ("", "-wal") if Path(str(db) + s).exists())
     with SQLiteStore(db) as store:
         assert store.count() == n, store.count()
-        p50, p95 = _latency(store, queries)
+        p50, p95, c50, c95 = _latency(store, queries)
     rows.append(
-        {"store": "sqlite", "chunks": n, "load_s": secs, "size_mb": size / 1e6, "p50": p50, "p95": p95}
+        {"store": "sqlite", "chunks": n, "load_s": secs, "size_mb": size / 1e6}
+        | {"p50": p50, "p95": p95, "c50": c50, "c95": c95, "load": os.getloadavg()[0]}
     )
     if pg_dsn:
         table = f"scale_{n}"
@@ -185,7 +186,7 @@ def bench_stores(corpus: Path, facts: dict[str, Any], work: Path, pg_dsn: str | 
         with PostgresStore(pg_dsn, table=table, timeout_s=10.0) as store:
             assert store.count() == n
             size = store._run(f"SELECT pg_total_relation_size('{table}')", what="size")[0][0]
-            p50, p95 = _latency(store, queries)
+            p50, p95, c50, c95 = _latency(store, queries)
             store.drop_table()
         rows.append(
             {
@@ -195,6 +196,9 @@ def bench_stores(corpus: Path, facts: dict[str, Any], work: Path, pg_dsn: str | 
                 "size_mb": size / 1e6,
                 "p50": p50,
                 "p95": p95,
+                "c50": c50,
+                "c95": c95,
+                "load": os.getloadavg()[0],
             }
         )
     return rows
@@ -273,7 +277,7 @@ def main() -> None:
                 print(
                     f"  {r['store']:<10} load {r['load_s']:6.1f} s ({r['chunks'] / r['load_s']:>9,.0f} chunks/s) "
                     f"size {r['size_mb']:7.1f} MB  expansion p50 {r['p50']:.2f} ms p95 {r['p95']:.2f} ms "
-                    f"(CPU p50 {r['c50']:.2f} ms p95 {r['c95']:.2f} ms)",
+                    f"(CPU p50 {r['c50']:.2f} ms p95 {r['c95']:.2f} ms; load {r['load']:.1f})",
                     flush=True,
                 )
         if not args.no_dedup and n >= 100_000:

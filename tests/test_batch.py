@@ -37,12 +37,14 @@ def queries_file(tmp_path_factory: pytest.TempPathFactory, dev_queries: list[dic
 
 @pytest.fixture(scope="module")
 def parquet_file(queries_file: Path) -> Path:
+    """The same rows as Parquet, but for the non-JSON line (Parquet cannot hold it)."""
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    rows = [json.loads(line) for line in read_rows(queries_file) if line.startswith("{") and line != NOT_JSON]
+    with gzip.open(queries_file, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip() != NOT_JSON]
     path = queries_file.with_name("queries.parquet")
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=5)
     return path
 
 
@@ -66,11 +68,33 @@ def test_rows_keep_input_order_and_fields(local_out: Path, dev_queries: list[dic
     assert all("ms" not in s for r in recs for s in r["report"]["stages"])  # deterministic by default
 
 
-def test_error_rows_are_recorded_with_id_and_message_never_fatal(local_out: Path) -> None:
+def test_error_rows_are_recorded_with_id_where_and_message_never_fatal(
+    local_out: Path, queries_file: Path
+) -> None:
     errors = _records(Path(str(local_out) + ".errors.jsonl"))
-    assert [e["id"] for e in errors] == ["bad-1", ""]
+    assert [(e["id"], e["where"]) for e in errors] == [
+        ("bad-1", f"{queries_file}:5"),
+        ("", f"{queries_file}:6"),
+    ]
     assert "InputError: chunks[0] has no text" in errors[0]["error"]
-    assert "not valid JSON" in errors[1]["error"] and errors[1]["input"] == NOT_JSON
+    assert errors[1]["error"].startswith(f"InputError: {queries_file}:6: not valid JSON")
+    assert errors[1]["input"] == NOT_JSON
+
+
+def test_rows_come_from_the_one_input_reader(queries_file: Path, tmp_path: Path) -> None:
+    rows = list(read_rows(queries_file))
+    assert len(rows) == 14 and rows[5].error is not None and rows[0].where == f"{queries_file}:1"
+    chunks = tmp_path / "chunks.jsonl"  # the wrong file fails at once, not as 1,000 error rows
+    chunks.write_text('{"id": "c1", "text": "a chunk"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"batch needs queries.*holds chunks"):
+        read_rows(chunks)
+    mixed = tmp_path / "mixed.jsonl"  # a stray chunk line among queries is one error row
+    mixed.write_text(
+        '{"question": "q?", "chunks": [{"text": "x"}]}\n{"text": "stray"}\n[1]\n', encoding="utf-8"
+    )
+    got = list(assemble_many(read_rows(mixed), workers=1, budget=50))
+    assert got[0].ok and [r.where for r in got[1:]] == [f"{mixed}:2", f"{mixed}:3"]
+    assert "earlier records were queries" in str(got[1].error) and "not an object" in str(got[2].error)
 
 
 def test_two_processes_equal_one_and_open_their_own_store(
@@ -88,7 +112,7 @@ def test_two_processes_equal_one_and_open_their_own_store(
     rows = list(read_rows(queries_file))[:4]
     one = list(assemble_many(rows, workers=1, budget=800, store=url, expand=1))
     two = list(assemble_many(rows, workers=2, budget=800, store=url, expand=1, batch_size=1))
-    assert one == two
+    assert one == two and one[0].where == f"{queries_file}:1"
     assert any(s["stage"] == "expand" and s["added"] for r in one for s in r.record["report"]["stages"])  # type: ignore[index]
 
 
@@ -99,6 +123,18 @@ def test_bad_settings_fail_before_any_row(queries_file: Path, tmp_path: Path) ->
         run_batch(queries_file, tmp_path / "o.jsonl", engine="spark", budget=10)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="does not exist"):
         run_batch(tmp_path / "missing.jsonl", tmp_path / "o.jsonl", budget=10)
+    with pytest.raises(ConfigError, match=r"directory.*engine='ray'"):
+        run_batch(queries_file, str(tmp_path) + "/", budget=10)
+    with pytest.raises(ConfigError, match=r"'s3://bucket/out/' is a URI: part files"):
+        run_batch(queries_file, "s3://bucket/out/", budget=10)
+    with pytest.raises(ConfigError, match=r"URI.*--engine ray"):
+        run_batch("s3://bucket/queries.jsonl", tmp_path / "o.jsonl", budget=10)
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_plain_rows_are_named_by_position() -> None:
+    rows = list(assemble_many([{"query": "q", "chunks": [{"text": "a b"}]}, "{nope"], workers=1, budget=50))
+    assert rows[0].ok and rows[1].where == "queries[1]" and "queries[1]: not valid JSON" in str(rows[1].error)
 
 
 def test_row_assembler_accepts_query_objects() -> None:
@@ -112,6 +148,8 @@ def test_parquet_round_trip_matches_jsonl(parquet_file: Path, local_out: Path, t
     out = tmp_path / "out.parquet"
     stats = run_batch(parquet_file, out, workers=1, budget=500)
     assert (stats.rows, stats.errors) == (12, 1)  # the non-JSON line cannot be in Parquet
+    errors = _records(Path(str(out) + ".errors.jsonl"))
+    assert [(e["id"], e["where"]) for e in errors] == [("bad-1", f"{parquet_file}[4]")]
     table = pq.read_table(out)
     assert table.column_names == ["id", "text", "tokens", "citations", "report"]
     back = [
@@ -129,6 +167,8 @@ def test_cli_batch_writes_output_and_errors(queries_file: Path, local_out: Path,
     assert gzip.decompress(out.read_bytes()) == local_out.read_bytes()
     bad = runner.invoke(app, ["batch", str(queries_file), str(out), "--engine", "spark"])
     assert bad.exit_code == 2 and "--engine must be local or ray" in bad.output
+    bad = runner.invoke(app, ["batch", str(queries_file), str(out), "--out-format", "csv"])
+    assert bad.exit_code == 2 and "--out-format must be jsonl, jsonl.gz or parquet" in bad.output
 
 
 def test_import_and_other_commands_never_load_ray() -> None:
@@ -142,6 +182,10 @@ def test_import_and_other_commands_never_load_ray() -> None:
 
 
 # -- a real local Ray ------------------------------------------------------------------------------
+# One Ray for the module and three pipelines that cover: JSONL in → part files out from two actors
+# (Ray's writers, error rows through the collector); Parquet in (a file:// URI) → one ordered file
+# out (rows through the driver); eval on Ray actors. Each actor imports the library and builds an
+# assembler (seconds on a busy 2-core machine), so only the first pipeline starts two.
 
 
 @pytest.fixture(scope="module")
@@ -150,27 +194,54 @@ def ray_session() -> Iterator[Any]:
     pytest.importorskip("ray.data")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.pop("RAY_ADDRESS", None)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
 
 
-def test_ray_engine_equals_local_jsonl_and_parquet(
-    ray_session: Any, queries_file: Path, parquet_file: Path, local_out: Path, tmp_path: Path
+def test_ray_part_files_equal_the_local_file(
+    ray_session: Any, queries_file: Path, local_out: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "ray.jsonl"
-    stats = run_batch(queries_file, out, engine="ray", workers=2, budget=500, batch_size=3)
-    assert (stats.rows, stats.errors, stats.engine) == (12, 2, "ray")
-    assert out.read_bytes() == local_out.read_bytes()
-    assert (
-        Path(str(out) + ".errors.jsonl").read_bytes() == Path(str(local_out) + ".errors.jsonl").read_bytes()
+    out = tmp_path / "parts"
+    seen: list[tuple[int, int]] = []
+    stats = run_batch(
+        queries_file,
+        f"{out}/",
+        engine="ray",
+        workers=2,
+        budget=500,
+        batch_size=2,
+        rows_per_file=5,
+        progress=lambda done, failed: seen.append((done, failed)),
     )
-    local_pq, ray_pq = tmp_path / "l.parquet", tmp_path / "r.parquet"
-    run_batch(parquet_file, local_pq, workers=1, budget=500)
-    run_batch(parquet_file, ray_pq, engine="ray", workers=1, budget=500)
+    assert seen[-1] == (14, 2)  # the actors' counts reach the caller's progress
+    assert (stats.rows, stats.errors, stats.engine) == (12, 2, "ray")
+    parts = sorted(out.glob("*.jsonl"))
+    assert len(parts) > 1  # 12 rows, at least 5 a file: written by several write tasks
+    assert b"".join(p.read_bytes() for p in parts) == local_out.read_bytes()
+    errors = Path(f"{out}.errors.jsonl").read_bytes()
+    assert errors == Path(str(local_out) + ".errors.jsonl").read_bytes()
+
+
+def test_ray_reads_parquet_from_a_uri_into_one_ordered_file(
+    ray_session: Any, parquet_file: Path, tmp_path: Path
+) -> None:
     import pyarrow.parquet as pq
 
+    local_pq, ray_pq = tmp_path / "l.parquet", tmp_path / "r.parquet"
+    run_batch(parquet_file, local_pq, workers=1, budget=500)
+    stats = run_batch(f"file://{parquet_file}", ray_pq, engine="ray", workers=1, budget=500, batch_size=2)
+    assert (stats.rows, stats.errors) == (12, 1)
     assert pq.read_table(ray_pq).to_pylist() == pq.read_table(local_pq).to_pylist()
+    error = _records(Path(str(ray_pq) + ".errors.jsonl"))[0]
+    assert (error["id"], error["where"]) == ("bad-1", f"file://{parquet_file}[4]")
+    # a URI is not checked up front: the wrong file fails inside Ray, and the library's own error
+    # comes out, not Ray's wrapper with the remote traceback for a message
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text('{"id": "c1", "text": "a chunk"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"^batch needs queries") as raised:
+        run_batch(f"file://{chunks}", tmp_path / "x.jsonl", engine="ray", workers=1, budget=500)
+    assert type(raised.value) is InputError
 
 
 def test_eval_engine_ray_equals_local(ray_session: Any, dev_queries: list[dict[str, Any]]) -> None:
@@ -178,7 +249,7 @@ def test_eval_engine_ray_equals_local(ray_session: Any, dev_queries: list[dict[s
 
     queries = [query_from_dict(q) for q in dev_queries[:6]]
     local = evaluate(queries, ["naive", "qa"], [300])
-    on_ray = evaluate(queries, ["naive", "qa"], [300], engine="ray", workers=2)
+    on_ray = evaluate(queries, ["naive", "qa"], [300], engine="ray", workers=1)
 
     def strip(r: Any) -> dict[str, Any]:
         return {k: v for k, v in r.to_dict().items() if k != "latency_ms"}

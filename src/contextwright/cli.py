@@ -651,13 +651,16 @@ if typer is not None:
         input: Annotated[
             str,
             typer.Argument(
-                help="JSONL(.gz) or Parquet of queries ({id, question, chunks} or {query, chunks})."
+                help="JSONL(.gz), JSON or Parquet of queries ({id, question, chunks} or {query, chunks}); "
+                "with --engine ray also a directory or a URI Ray reads (s3://bucket/queries/)."
             ),
         ],
         output: Annotated[
             str,
             typer.Argument(
-                help="Output .jsonl, .jsonl.gz or .parquet of {id, text, tokens, citations, report}."
+                help="Output .jsonl, .jsonl.gz or .parquet of {id, text, tokens, citations, report}, one "
+                "ordered file written here; with --engine ray, a directory (ending in /) or a URI gets "
+                "part files written by Ray in parallel."
             ),
         ],
         engine: Annotated[
@@ -680,6 +683,15 @@ if typer is not None:
             str | None, typer.Option(help="Error rows file (default: OUTPUT.errors.jsonl).")
         ] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Rows per task.")] = 16,
+        out_format: Annotated[
+            str | None,
+            typer.Option(
+                help="jsonl, jsonl.gz or parquet (default: from OUTPUT's name; a directory: jsonl)."
+            ),
+        ] = None,
+        rows_per_file: Annotated[
+            int, typer.Option(min=1, help="Directory OUTPUT: the fewest rows per part file.")
+        ] = 10_000,
         timings: Annotated[
             bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
         ] = False,
@@ -694,6 +706,8 @@ if typer is not None:
             fail(f"--engine must be local or ray; got {engine!r}.")
         if expand is not None and store is None:
             fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+        if out_format not in (None, "jsonl", "jsonl.gz", "parquet"):
+            fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
         settings = BatchSettings(
             preset=preset,
             model=model,
@@ -722,6 +736,8 @@ if typer is not None:
                     workers=workers,
                     errors=errors,
                     batch_size=batch_size,
+                    out_format=out_format,  # type: ignore[arg-type]
+                    rows_per_file=rows_per_file,
                     settings=settings,
                     progress=lambda done, failed: bar.update(task, done=done, errors=failed),
                 )

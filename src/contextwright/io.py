@@ -7,12 +7,18 @@ through :func:`read_records`, so they accept the same files:
 * a JSON object: one query ``{"query": ..., "chunks": [...]}``;
 * JSON Lines (one chunk, or one query, per line);
 * any of these gzip-compressed (detected from the content, not the name);
+* Parquet (one record per row; needs ``pyarrow``, extra ``ray``);
 * ``-`` for standard input.
 
 A record with ``chunks`` (or ``question``) is a *query* (the shared evaluation schema:
 ``{"id", "question", "chunks": [...], ...}``); any other object is a *chunk*.
 A command that needs one shape and finds the other says which it found and
 which it needs.
+
+``batch`` reads with ``bad="keep"``: a line that is not JSON, not an object,
+or of the other shape becomes a :class:`Record` with ``error`` set (and the
+line's start in ``raw``) instead of stopping the file, so one bad row is one
+error row of the job.
 """
 
 from __future__ import annotations
@@ -27,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from contextwright.errors import InputError
+from contextwright.errors import InputError, missing_extra
 
 __all__ = ["QueryItem", "Record", "read_items", "read_records"]
 
 Need = Literal["chunks", "queries", "any"]
+Bad = Literal["raise", "keep"]
 
 _NEEDS = {
     "chunks": "chunks (a JSON array or JSON Lines of chunk objects, each with 'text')",
@@ -47,11 +54,19 @@ _ONE = {"chunks": "chunk", "queries": "query"}
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One JSON object read from input, where it was (``file:line`` or ``file[i]``) and its shape."""
+    """One JSON object read from input, where it was (``file:line`` or ``file[i]``) and its shape.
+
+    With ``read_records(..., bad="keep")`` a record that cannot be used has
+    ``error`` set (the message, naming ``where``), ``raw`` the start of its
+    text, and ``data`` whatever object could be read (``{}`` for a line that
+    is not JSON).
+    """
 
     data: Mapping[str, Any]
     where: str
     shape: Literal["chunks", "queries"]
+    error: str | None = None
+    raw: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +83,13 @@ def _label(path: str | Path) -> str:
     return "<stdin>" if str(path) == "-" else str(path)
 
 
-def _open(path: str | Path) -> tuple[IO[bytes], int]:
+def _open(path: str | Path, source: IO[bytes] | None = None) -> tuple[IO[bytes], int]:
     """A binary stream over the (decompressed) input, and the size on disk (0 for stdin)."""
-    if str(path) == "-":
-        raw: IO[bytes] = sys.stdin.buffer
+    if source is not None:
+        raw: IO[bytes] = source
+        size = 0
+    elif str(path) == "-":
+        raw = sys.stdin.buffer
         size = 0
     else:
         p = Path(path)
@@ -114,10 +132,14 @@ def read_records(
     command: str = "this command",
     limit: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    bad: Bad = "raise",
+    source: IO[bytes] | None = None,
 ) -> Iterator[Record]:
     """Yield the JSON objects of an input file (or ``-`` for stdin), checked against the shape ``need``.
 
-    JSON Lines are streamed line by line; a JSON array or object is parsed whole.
+    JSON Lines are streamed line by line; a JSON array or object is parsed
+    whole; Parquet is read in row batches (its nulls dropped, as a missing
+    field is absent in JSON).
 
     Args:
         path: A file (``.gz`` or not; the content decides) or ``-``.
@@ -127,6 +149,13 @@ def read_records(
         limit: Stop after this many records.
         progress: ``progress(records, bytes_read, bytes_total)``, every 1,000
             records and at the end (bytes on disk; 0 for stdin).
+        bad: ``"raise"`` stops at the first unusable record; ``"keep"`` yields
+            it as a :class:`Record` with ``error`` set and goes on (a line that
+            is not JSON or not an object, or a record of the other shape after
+            the first). A file that is missing, empty, or whose first record has
+            the wrong shape still raises: that is the wrong file, not a bad row.
+        source: The file's bytes as a stream when something else opened it
+            (a Ray read task); ``path`` then only names it in ``where``.
 
     Raises:
         InputError: for a missing file, bytes that are not UTF-8 JSON (with the
@@ -139,37 +168,58 @@ def read_records(
         ...     record.data["question"], record.where
     """
     label = _label(path)
-    stream, size = _open(path)
+    stream, size = _open(path, source)
     raw = stream
+    keep = bad == "keep"
     try:
-        first = _first_char(stream, label)
-        if first is None:
-            raise InputError(f"input {label!r} is empty; expected JSON or JSON Lines of chunks or queries.")
-        records = _whole(stream, label) if first == "[" else _lines(stream, label, first)
-        shape: str | None = None
+        records: Iterator[tuple[str, Any, str | None]]
+        if stream.peek(4)[:4] == b"PAR1":  # type: ignore[attr-defined]
+            records = _parquet(stream, path, label, source)
+        else:
+            first = _first_char(stream, label)
+            if first is None:
+                raise InputError(
+                    f"input {label!r} is empty; expected JSON or JSON Lines of chunks or queries."
+                )
+            records = _whole(stream, label) if first == "[" else _lines(stream, label, first, keep)
+        shape: Literal["chunks", "queries"] | None = None
         count = 0
-        for where, obj in records:
+        for where, obj, text in records:
             if limit is not None and count >= limit:
                 return
-            found = _shape_of(obj, where, command, need)
-            if shape is None:
-                shape = found
-                if need != "any" and found != need:
-                    raise InputError(
-                        f"{command} needs {_NEEDS[need]}, but {label!r} holds {_FOUND[found]}: "
-                        f"{where} is a {_ONE[found]}."
-                        + (
-                            " For an index, pass the chunk corpus, not a query file."
-                            if need == "chunks"
-                            else ' Wrap the chunks as {"question": "...", "chunks": [...]}.'
+            try:
+                if isinstance(obj, _Unreadable):
+                    raise InputError(obj.message)
+                found = _shape_of(obj, where, command, need)
+                if shape is None:
+                    if need != "any" and found != need:
+                        raise _WrongFile(
+                            f"{command} needs {_NEEDS[need]}, but {label!r} holds {_FOUND[found]}: "
+                            f"{where} is a {_ONE[found]}."
+                            + (
+                                " For an index, pass the chunk corpus, not a query file."
+                                if need == "chunks"
+                                else ' Wrap the chunks as {"question": "...", "chunks": [...]}.'
+                            )
                         )
+                    shape = found
+                elif found != shape:
+                    raise InputError(
+                        f"{where} is a {_ONE[found]} ({'has' if found == 'queries' else 'no'} 'chunks') but "
+                        f"earlier records were {shape}; a file holds either chunks or queries, not both."
                     )
-            elif found != shape:
-                raise InputError(
-                    f"{where} is a {_ONE[found]} ({'has' if found == 'queries' else 'no'} 'chunks') but "
-                    f"earlier records were {shape}; a file holds either chunks or queries, not both."
-                )
-            yield Record(obj, where, found)
+            except _WrongFile as exc:
+                raise InputError(str(exc)) from None
+            except InputError as exc:
+                if not keep:
+                    raise
+                data = obj if isinstance(obj, Mapping) else {}
+                if text is None:
+                    text = obj.text if isinstance(obj, _Unreadable) else _preview(obj)
+                fallback: Literal["chunks", "queries"] = "chunks" if need == "chunks" else "queries"
+                yield Record(data, where, shape or fallback, error=str(exc), raw=text[:_RAW])
+            else:
+                yield Record(obj, where, found)
             count += 1
             if progress is not None and count % 1000 == 0:
                 progress(count, _tell(raw), size)
@@ -178,8 +228,64 @@ def read_records(
     except (OSError, EOFError) as exc:
         raise InputError(f"cannot read {label!r}: {exc}.") from None
     finally:
-        if str(path) != "-":
+        if str(path) != "-" and source is None:
             stream.close()
+
+
+_RAW = 200  # characters of an unusable record kept in Record.raw
+
+
+class _WrongFile(InputError):
+    """The first record has the other shape: the wrong file, raised even with ``bad="keep"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """A line that is not UTF-8 JSON: the message, and the start of the line."""
+
+    message: str
+    text: str
+
+
+def _preview(obj: Any) -> str:
+    try:
+        return json.dumps(obj, ensure_ascii=False)[:_RAW]
+    except (TypeError, ValueError):
+        return repr(obj)[:_RAW]
+
+
+def _strip_nulls(value: Any) -> Any:
+    # Parquet gives every row every column and struct field, absent ones as null;
+    # JSON would not have them, and Chunk.from_dict would keep unknown ones as metadata.
+    if isinstance(value, dict):
+        return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_strip_nulls(v) for v in value]
+    return value
+
+
+def _parquet(
+    stream: IO[bytes], path: str | Path, label: str, source: IO[bytes] | None
+) -> Iterator[tuple[str, Any, str | None]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise missing_extra("pyarrow", "ray") from None
+    if source is None and str(path) != "-":
+        target: Any = str(path)  # pyarrow reads the footer and row groups natively
+    elif stream.seekable():
+        target = stream
+    else:
+        target = io.BytesIO(stream.read())  # stdin: Parquet needs its footer first
+    try:
+        parquet = pq.ParquetFile(target)
+    except Exception as exc:  # pyarrow raises ArrowInvalid (a ValueError) and others
+        raise InputError(f"{label!r} is not a readable Parquet file: {exc}.") from None
+    i = 0
+    for batch in parquet.iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            yield f"{label}[{i}]", _strip_nulls(row), None
+            i += 1
 
 
 def _tell(stream: IO[bytes]) -> int:
@@ -211,30 +317,30 @@ def _decode(raw: bytes, label: str, where: str) -> str:
         raise InputError(f"{where} of {label!r} is not UTF-8 text: {exc}.") from None
 
 
-def _whole(stream: Any, label: str) -> Iterator[tuple[str, Any]]:
+def _whole(stream: Any, label: str) -> Iterator[tuple[str, Any, str | None]]:
     text = _decode(stream.read(), label, "input")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"input {label!r} is not valid JSON: {exc}.") from None
     for i, obj in enumerate(data):
-        yield f"{label}[{i}]", obj
+        yield f"{label}[{i}]", obj, None
 
 
-def _lines(stream: Any, label: str, first: str) -> Iterator[tuple[str, Any]]:
+def _lines(stream: Any, label: str, first: str, keep: bool = False) -> Iterator[tuple[str, Any, str | None]]:
     lines: Iterator[bytes] = iter(stream)
     if first == "{":
         # One JSON object over several lines (a pretty-printed query) is a whole document.
         line1 = next(lines, b"")
         try:
             json.loads(_decode(line1, label, "line 1"))
-        except json.JSONDecodeError:
-            text = _decode(line1 + stream.read(), label, "input")
+        except (json.JSONDecodeError, InputError):
+            text = line1 + stream.read()
             try:
-                yield label, json.loads(text)
+                yield label, json.loads(_decode(text, label, "input")), None
                 return
-            except json.JSONDecodeError:
-                lines = iter(text.encode().splitlines(keepends=True))  # name the bad line below
+            except (json.JSONDecodeError, InputError):
+                lines = iter(text.splitlines(keepends=True))  # name the bad line below
         else:
             lines = itertools.chain([line1], lines)
     for lineno, line in enumerate(lines, 1):
@@ -244,8 +350,15 @@ def _lines(stream: Any, label: str, first: str) -> Iterator[tuple[str, Any]]:
         try:
             obj = json.loads(_decode(line, label, f"line {lineno}"))
         except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}).") from None
-        yield where, obj
+            message = f"{where}: not valid JSON ({exc.msg}, column {exc.colno})."
+            if not keep:
+                raise InputError(message) from None
+            obj = _Unreadable(message, line.decode("utf-8", "replace").rstrip("\r\n"))
+        except InputError as exc:
+            if not keep:
+                raise
+            obj = _Unreadable(f"{where}: {exc}", line.decode("utf-8", "replace").rstrip("\r\n"))
+        yield where, obj, None
 
 
 def _item(obj: Mapping[str, Any], where: str) -> QueryItem:
