@@ -27,6 +27,9 @@ def _data() -> str:
     return str(DEV_QUERIES)
 
 
+N = 5  # queries per run: enough for every row and both workers; the suite's time is scarce
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run with one worker (table, JSON, HTML) and one with two workers (JSON)."""
@@ -38,7 +41,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "eval",
             data,
             "--limit",
-            "10",
+            str(N),
             "--workers",
             str(workers),
             "--json",
@@ -63,15 +66,15 @@ def test_eval_prints_a_row_per_strategy_and_budget(runs: dict[str, Any]) -> None
     for name in ran:
         for budget in ("300", "500", "1000", "1500"):
             assert re.search(rf"│ {re.escape(name)}\s+│\s+{budget} │", stdout), (name, budget)
-    assert "10 queries" in stdout
+    assert f"{N} queries" in stdout
     assert "…" not in stdout  # the table is never cut, even on a narrow (test) console
 
 
 def test_eval_json_has_every_result_and_no_budget_violation(runs: dict[str, Any]) -> None:
     data = runs["json1"]
     n_strategies = len(data["strategies"])
-    assert len(data["results"]) == 10 * n_strategies * 4
-    assert data["meta"]["queries"] == 10
+    assert len(data["results"]) == N * n_strategies * 4
+    assert data["meta"]["queries"] == N
     assert data["meta"]["data"].endswith("nq_bm25_dev300.jsonl.gz")
     assert all(r["tokens"] <= r["budget"] for r in data["results"])
     assert sum(s["violations"] for s in data["summaries"]) == 0
