@@ -92,7 +92,8 @@ def has_term(low: str, term: str) -> bool:
     of "cities"); so only the words starting where ``str.find`` hits are stemmed. For a handful
     of query terms over a few sentences this is several times faster than :func:`terms`.
     """
-    probe = term[:-1] if term.endswith("y") else term
+    # "-ies" stems ("city" of "cities") are at least two letters long; a lone "y" is itself.
+    probe = term[:-1] if len(term) > 1 and term.endswith("y") else term
     if not probe:
         return False
     at = low.find(probe)
