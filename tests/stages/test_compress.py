@@ -247,6 +247,14 @@ _WORDS_FOR_TERMS = st.sampled_from(
         "co-prize",
         "—",
         ".",
+        "y",
+        "Y",
+        "gen-y",
+        "ties",
+        "tie",
+        "flies",
+        "fly's",
+        "ys",
     ]
 )
 
