@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import hashlib
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ __all__ = [
     "CallableEmbedder",
     "Embedder",
     "EmbeddingCache",
+    "LazyModel",
     "SentenceTransformerEmbedder",
     "normalize_rows",
 ]
@@ -38,6 +40,48 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SIZE = 50_000
+
+
+class LazyModel:
+    """A sentence-transformers model built on first use, once, by whichever thread asks first.
+
+    Shared by :class:`SentenceTransformerEmbedder` and
+    :class:`~contextwright.rerank.CrossEncoderReranker`: the import is lazy (a missing
+    package names the ``semantic`` extra), and concurrent first calls load one model.
+
+    Args:
+        class_name: ``SentenceTransformer`` or ``CrossEncoder``.
+        path: The model directory or name.
+        what: What the log line calls it (``embedding model``, ``cross-encoder``).
+        offline: Set ``HF_HUB_OFFLINE=1`` before loading, so nothing is downloaded.
+        **kwargs: Passed to the model class (``device``, ``local_files_only``).
+    """
+
+    def __init__(
+        self, class_name: str, path: str, *, what: str, offline: bool = False, **kwargs: Any
+    ) -> None:
+        self.class_name = class_name
+        self.path = path
+        self.what = what
+        self.offline = offline
+        self.kwargs = kwargs
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        """The loaded model."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    try:
+                        import sentence_transformers
+                    except ImportError:
+                        raise missing_extra("sentence_transformers", "semantic") from None
+                    if self.offline:
+                        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    logger.info(f"loading {self.what}", extra={"model": self.path})
+                    self._model = getattr(sentence_transformers, self.class_name)(self.path, **self.kwargs)
+        return self._model
 
 
 @runtime_checkable
@@ -200,22 +244,14 @@ class SentenceTransformerEmbedder(_CachedEmbedder):
         self.batch_size = batch_size
         self.device = device
         self.cache = EmbeddingCache(cache_size)
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._loader = LazyModel(
+            "SentenceTransformer", self.model_name_or_path, what="embedding model", device=device
+        )
 
     @property
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loads it on first access)."""
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    try:
-                        from sentence_transformers import SentenceTransformer
-                    except ImportError:
-                        raise missing_extra("sentence_transformers", "semantic") from None
-                    logger.info("loading embedding model", extra={"model": self.model_name_or_path})
-                    self._model = SentenceTransformer(self.model_name_or_path, device=self.device)
-        return self._model
+        return self._loader.get()
 
     def _encode(self, texts: list[str]) -> Any:
         return self.model.encode(

@@ -12,13 +12,12 @@ says what to install or where to put the model.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from contextwright.errors import ConfigError, MissingDependencyError, missing_extra
+from contextwright.embed import LazyModel
+from contextwright.errors import ConfigError, MissingDependencyError
 
 __all__ = ["CrossEncoderReranker", "Reranker"]
 
@@ -67,23 +66,19 @@ class CrossEncoderReranker:
         self.model_path = str(path)
         self.batch_size = batch_size
         self.device = device
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._loader = LazyModel(
+            "CrossEncoder",
+            self.model_path,
+            what="cross-encoder",
+            offline=True,
+            device=device,
+            local_files_only=True,
+        )
 
     @property
     def model(self) -> Any:
         """The loaded ``CrossEncoder`` (loaded on first use, offline)."""
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    try:
-                        from sentence_transformers import CrossEncoder
-                    except ImportError:
-                        raise missing_extra("sentence_transformers", "semantic") from None
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    logger.info("loading cross-encoder", extra={"model": self.model_path})
-                    self._model = CrossEncoder(self.model_path, device=self.device, local_files_only=True)
-        return self._model
+        return self._loader.get()
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance score per text."""
