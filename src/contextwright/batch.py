@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contextwright.errors import ConfigError, ContextwrightError, InputError, missing_extra
-from contextwright.io import QueryItem, Record, _item, read_records
+from contextwright.io import QueryItem, Record, _item, batched, read_records
 
 __all__ = [
     "BatchRow",
@@ -261,17 +261,6 @@ def _local_many(rows: list[tuple[str, Any]]) -> list[BatchRow]:
     return _LOCAL["worker"].many(rows)
 
 
-def _batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def _check_workers(workers: int | None) -> int:
     if workers is None:
         return os.cpu_count() or 1
@@ -341,7 +330,7 @@ def assemble_many(
     pending: deque[Future[list[BatchRow]]] = deque()
     with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_init_local,
                              initargs=(s,)) as pool:  # fmt: skip
-        for batch in _batched(numbered, batch_size):
+        for batch in batched(numbered, batch_size):
             pending.append(pool.submit(_local_many, batch))
             while len(pending) >= 4 * n:
                 yield from pending.popleft().result()

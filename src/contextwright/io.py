@@ -28,16 +28,25 @@ import io
 import itertools
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from contextwright.errors import InputError, missing_extra
 
-__all__ = ["QueryItem", "Record", "read_items", "read_records"]
+__all__ = ["QueryItem", "Record", "batched", "read_items", "read_records"]
 
 Need = Literal["chunks", "queries", "any"]
+
+
+def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``size`` (the last may be shorter); ``itertools.batched`` before 3.12."""
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
+
+
 Bad = Literal["raise", "keep"]
 
 _NEEDS = {

@@ -44,6 +44,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from contextwright.errors import ConfigError, ContextwrightError, InputError, StoreError, missing_extra
+from contextwright.io import batched
 from contextwright.types import Chunk
 
 __all__ = [
@@ -377,17 +378,6 @@ def _json_or_none(value: Mapping[str, Any] | Sequence[float] | None) -> str | No
     return json.dumps(dict(value) if isinstance(value, Mapping) else list(value), ensure_ascii=False)
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 class _LoaderMixin(abc.ABC):
     """``load_jsonl`` on top of a store's ``load``, and ``with store:`` on top of its ``close``."""
 
@@ -660,7 +650,7 @@ class SQLiteStore(_LoaderMixin):
             self._conn.execute("PRAGMA cache_size = -262144")
             try:
                 self._conn.execute("BEGIN")
-                for batch in _batches(rows, 5000):
+                for batch in batched(rows, 5000):
                     self._conn.executemany(sql, batch)
                     count += len(batch)
                     if progress is not None:
@@ -928,7 +918,7 @@ class PostgresStore(_LoaderMixin):
                 conn.execute("SET statement_timeout = 0")
                 try:
                     with conn.transaction(), conn.cursor() as cur:
-                        for batch in _batches(items, 1000):
+                        for batch in batched(items, 1000):
                             cur.executemany(sql, [_pg_row(c) for c in batch])
                             count += len(batch)
                             if progress is not None:
