@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import abc
+import contextlib
 import gzip
 import io
 import json
@@ -912,25 +913,33 @@ class PostgresStore(_LoaderMixin):
         )
         items = (_as_chunk(c, i, f"chunks[{i}]") for i, c in enumerate(chunks))
         count = 0
+        with self._load_cursor() as cur:
+            for batch in batched(items, 1000):
+                cur.executemany(sql, [_pg_row(c) for c in batch])
+                count += len(batch)
+                if progress is not None:
+                    progress(count, 0, 0)
+        logger.info("chunks loaded", extra={"store": "postgresql", "table": self.table, "chunks": count})
+        return count
+
+    @contextlib.contextmanager
+    def _load_cursor(self) -> Iterator[Any]:
+        """A cursor in one transaction for a bulk load; a PostgreSQL failure is a StoreError.
+
+        Loading is not bounded by the fetch timeout: a big corpus takes minutes.
+        """
         try:
-            # Loading is not bounded by the fetch timeout: a big corpus takes minutes.
             with self._pool.connection(timeout=self.timeout_s) as conn:
                 conn.execute("SET statement_timeout = 0")
                 try:
                     with conn.transaction(), conn.cursor() as cur:
-                        for batch in batched(items, 1000):
-                            cur.executemany(sql, [_pg_row(c) for c in batch])
-                            count += len(batch)
-                            if progress is not None:
-                                progress(count, 0, 0)
+                        yield cur
                 finally:
                     conn.execute("RESET statement_timeout")
         except (InputError, KeyboardInterrupt):
             raise
         except Exception as exc:
             raise StoreError(f"loading into PostgreSQL store {self._label} failed: {_reason(exc)}.") from None
-        logger.info("chunks loaded", extra={"store": "postgresql", "table": self.table, "chunks": count})
-        return count
 
     def load_jsonl(self, path: str | os.PathLike[str], *, progress: Progress | None = None) -> int:
         """Load a JSON Lines corpus (``.gz`` ok) with ``COPY``, in one transaction.
@@ -946,31 +955,19 @@ class PostgresStore(_LoaderMixin):
         cols = ", ".join(_COLUMNS)
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[2:])
         count = 0
-        try:
-            with self._pool.connection(timeout=self.timeout_s) as conn:
-                conn.execute("SET statement_timeout = 0")
-                try:
-                    with conn.transaction(), conn.cursor() as cur:
-                        cur.execute(
-                            f"CREATE TEMP TABLE cw_load (LIKE {self.table}, seq bigserial) ON COMMIT DROP"
-                        )
-                        with cur.copy(f"COPY cw_load ({cols}) FROM STDIN") as copy:
-                            for row in _read_rows(path, progress=progress):
-                                if row[10] is not None:
-                                    row = (*row[:10], json.loads(row[10]))
-                                copy.write_row(row)
-                                count += 1
-                        cur.execute(
-                            f"INSERT INTO {self.table} ({cols}) "
-                            f"SELECT DISTINCT ON (doc_id, idx) {cols} FROM cw_load ORDER BY doc_id, idx, seq DESC "
-                            f"ON CONFLICT (doc_id, idx) DO UPDATE SET {updates}"
-                        )
-                finally:
-                    conn.execute("RESET statement_timeout")
-        except (InputError, KeyboardInterrupt):
-            raise
-        except Exception as exc:
-            raise StoreError(f"loading into PostgreSQL store {self._label} failed: {_reason(exc)}.") from None
+        with self._load_cursor() as cur:
+            cur.execute(f"CREATE TEMP TABLE cw_load (LIKE {self.table}, seq bigserial) ON COMMIT DROP")
+            with cur.copy(f"COPY cw_load ({cols}) FROM STDIN") as copy:
+                for row in _read_rows(path, progress=progress):
+                    if row[10] is not None:
+                        row = (*row[:10], json.loads(row[10]))
+                    copy.write_row(row)
+                    count += 1
+            cur.execute(
+                f"INSERT INTO {self.table} ({cols}) "
+                f"SELECT DISTINCT ON (doc_id, idx) {cols} FROM cw_load ORDER BY doc_id, idx, seq DESC "
+                f"ON CONFLICT (doc_id, idx) DO UPDATE SET {updates}"
+            )
         logger.info("chunks loaded", extra={"store": "postgresql", "table": self.table, "chunks": count})
         return count
 
