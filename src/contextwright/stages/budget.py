@@ -335,7 +335,8 @@ def _best_window(
     spans, lowered = _sentences(text)
     # Framing of a block at its largest: a header may shrink with its text
     # (``lean`` leaves out a title the text already names), never grow.
-    overhead = meter.block_cost(replace(c, text=""), n) - meter.tokens(replace(c, text=""))
+    empty = replace(c, text="")
+    overhead = meter.block_cost(empty, n) - meter.tokens(empty)
     limit = room - max(overhead, 0)
     if limit < min_tokens:
         return None
@@ -348,12 +349,12 @@ def _best_window(
     if not spans:
         return _word_window(c, meter, room, limit, n, relevance, min_tokens)
     alone_texts = [text[s:e] for s, e in spans]
-    lead_texts = [""] + [text[spans[k - 1][1] : spans[k][1]] for k in range(1, len(spans))]
-    meter.count_all(alone_texts + lead_texts[1:])
+    lead_texts = [text[spans[k - 1][1] : spans[k][1]] for k in range(1, len(spans))]
+    meter.count_all(alone_texts + lead_texts)
     alone = [meter.count(t) for t in alone_texts]
     cum = [0]  # cum[k]: tokens of sentences 1..k, each with its lead-in
-    for k in range(1, len(spans)):
-        cum.append(cum[-1] + meter.count(lead_texts[k]))
+    for lead in lead_texts:
+        cum.append(cum[-1] + meter.count(lead))
 
     def size(i: int, j: int) -> int:
         """Estimated tokens of sentences i..j."""
