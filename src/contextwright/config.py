@@ -74,8 +74,9 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, what fits whole stays whole, extractive compression of "
-        "what does not, the whole budget in rank order, lost-in-the-middle order, lean [n] Title blocks.",
+        "description": "Tight budgets: exact dedup, what fits whole stays whole, each chunk that does not is "
+        "cut to its best sentences, the whole budget in rank order, lost-in-the-middle order, lean [n] blocks. "
+        "About as many answers as qa, in more and shorter blocks (docs/quality.md).",
         "stages": [
             {"type": "exact_dedup"},
             {"type": "compress", "whole_share": 1.0},
