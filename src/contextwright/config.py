@@ -46,7 +46,7 @@ _ORDER_TYPES = {
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
         "description": "Question answering: exact dedup, the whole budget in rank order (the first misfit "
-        "cut to its best sentences), lost-in-the-middle order, lean [n] Title blocks.",
+        "cut to its best sentences), lost-in-the-middle order, lean blocks headed by their [n].",
         "stages": [
             {"type": "exact_dedup"},
             {"type": "token_budget", "policy": "fill"},
@@ -97,7 +97,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
     "documents": {
         "description": "Document-aware: expand neighbours from the store, remove exact/overlap/near duplicates, "
         "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
-        "document-first order, lean [n] Title blocks.",
+        "document-first order, lean blocks headed by their [n].",
         "stages": [
             {"type": "expand", "window": 1},
             {"type": "exact_dedup"},
