@@ -74,11 +74,13 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, what fits whole stays whole, each chunk that does not is "
-        "cut to its best sentences, the whole budget in rank order, lost-in-the-middle order, lean [n] blocks. "
-        "About as many answers as qa, in more and shorter blocks (docs/quality.md).",
+        "description": "Tight budgets: exact dedup, words shared by consecutive windows paid once, what fits "
+        "whole stays whole, each chunk that does not is cut to its best sentences, the whole budget in rank "
+        "order, lost-in-the-middle order, lean blocks headed by their [n]. About as many answers as qa, in "
+        "more and shorter blocks (docs/quality.md).",
         "stages": [
             {"type": "exact_dedup"},
+            {"type": "overlap_dedup"},
             {"type": "compress", "whole_share": 1.0},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
