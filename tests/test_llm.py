@@ -67,6 +67,7 @@ class ScriptedChatServer:
                     attempt = sum(1 for r in server.requests if r["messages"] == body["messages"])
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                done = False
                 try:
                     reply = server.script(body, attempt)
                     if len(reply) == 3:
@@ -74,6 +75,11 @@ class ScriptedChatServer:
                     status, payload = reply[0], reply[1]
                     data = payload if isinstance(payload, str) else json.dumps(payload)
                     raw = data.encode()
+                    # no longer in flight once the answer leaves: the client may send its next request
+                    # as soon as it has read it, before this thread would get to a `finally`
+                    with lock:
+                        server.in_flight -= 1
+                        done = True
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
@@ -84,8 +90,9 @@ class ScriptedChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with lock:
-                        server.in_flight -= 1
+                    if not done:
+                        with lock:
+                            server.in_flight -= 1
 
             def log_message(self, *args: Any) -> None:
                 pass
