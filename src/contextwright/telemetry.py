@@ -28,17 +28,24 @@ def _trace() -> Any:
     return trace
 
 
-@contextlib.contextmanager
-def span(name: str, **attributes: Any) -> Iterator[Any]:
+# Entered as ``None`` and reusable: what ``span`` returns when no span is started, so the common
+# case costs no generator (a pipeline call opens one span per stage).
+_NO_SPAN: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
     """A span named ``name`` under the current one, or ``None`` without OpenTelemetry."""
     trace = _trace()
     if trace is None:
-        yield None
-        return
+        return _NO_SPAN
     provider = trace.get_tracer_provider()
     if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-        yield None
-        return
+        return _NO_SPAN
+    return _started(provider, name, attributes)
+
+
+@contextlib.contextmanager
+def _started(provider: Any, name: str, attributes: dict[str, Any]) -> Iterator[Any]:
     tracer = provider.get_tracer("contextwright")
     with tracer.start_as_current_span(
         name, attributes={k: v for k, v in attributes.items() if v is not None}
