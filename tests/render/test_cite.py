@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextwright.render.cite import build_citations, parse_citation_numbers, resolve_citations
 from contextwright.render.format import get_format
@@ -105,3 +107,18 @@ def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -
     assert cite.duplicates == ("b",)
     assert cite.also_at == ({"id": "b", "source": "b.pdf", "page": 7, "line": 42},)
     assert cite.to_dict()["also_at"] == [{"id": "b", "source": "b.pdf", "page": 7, "line": 42}]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", " ", "  ", "\n", "\t", "é", "\u00a0", "x" * 50]), max_size=40),
+    st.integers(0, 3),
+)
+def test_snippet_fast_path_equals_collapsing_the_first_600_characters(pieces: list[str], extra: int) -> None:
+    from contextwright.render.cite import SNIPPET_CHARS, _snippet
+
+    text = "".join(pieces) * (extra + 1)
+    expected = " ".join(text[: SNIPPET_CHARS * 3].split())
+    if len(expected) > SNIPPET_CHARS:
+        expected = expected[: SNIPPET_CHARS - 1] + "…"
+    assert _snippet(text) == expected

@@ -32,6 +32,14 @@ def _span(chunk: Chunk) -> tuple[int, int] | None:
 @functools.lru_cache(maxsize=16_384)
 def _snippet(text: str) -> str:
     """The first ``SNIPPET_CHARS`` characters, whitespace collapsed (cached by text)."""
+    head = text[: SNIPPET_CHARS + 1]
+    if head.isascii() and head.isprintable() and "  " not in head and head[:1] != " ":
+        # Single spaces only (printable ASCII has no other whitespace): nothing to collapse
+        # in what the snippet shows, so no need to split the first 600 characters.
+        if len(head) > SNIPPET_CHARS:
+            return head[: SNIPPET_CHARS - 1] + "…"
+        if head[-1:] != " ":
+            return head
     snippet = " ".join(text[: SNIPPET_CHARS * 3].split())
     return snippet if len(snippet) <= SNIPPET_CHARS else snippet[: SNIPPET_CHARS - 1] + "…"
 
