@@ -71,3 +71,47 @@ def test_char_estimate_counts_the_joined_text() -> None:
     blocks = [Chunk("abcde", id="a"), Chunk("fghij", id="b")]
     text, total = meter.measure(blocks)
     assert total == CharTokenizer(3.0).count(text) == 7
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    chunks=st.lists(
+        st.builds(
+            Chunk,
+            text=st.sampled_from(["body text", "Paris is the capital.", "Paris"]),
+            id=st.sampled_from(["x", "y"]),
+            title=st.sampled_from([None, "Paris", ""]),
+            source=st.sampled_from([None, "a.md", "Paris"]),
+            score=st.sampled_from([0.5, 0.123456, 12.0]),
+            page=st.sampled_from([None, 3]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    n=st.integers(1, 200),
+    fmt=st.sampled_from(
+        [
+            "numbered",
+            "lean",
+            {"type": "lean", "titles": True},
+            {"type": "xml", "attributes": ["title", "score"]},
+            "sources",
+        ]
+    ),
+)
+def test_header_costs_cached_across_chunks_stay_exact(
+    chunks: list[Chunk], n: int, fmt: Any, cl100k: Any
+) -> None:
+    # One meter (one cache of header parts, as a pipeline shares across calls) over chunks that
+    # share ids but differ in what their headers show: each cost must be its own header's.
+    meter = Meter(get_format(fmt), get_tokenizer("cl100k_base"))
+    for chunk in chunks:
+        header = meter.format.block_header(chunk, n)
+        assert meter.header_cost(chunk, n) == len(cl100k.encode_ordinary(header))
+
+
+def test_an_xml_score_attribute_is_part_of_the_cached_header() -> None:
+    meter = Meter(get_format({"type": "xml", "attributes": ["title", "score"]}), get_tokenizer("cl100k_base"))
+    for score in (0.5, 0.123456):  # same id and fields, another score: another header
+        chunk = Chunk("body", id="x", score=score)
+        assert meter.header_cost(chunk, 3) == meter.tokenizer.count(meter.format.block_header(chunk, 3))

@@ -156,6 +156,23 @@ class Format:
     def block_header(self, chunk: Chunk, n: int) -> str:
         return ""
 
+    def header_key(self, chunk: Chunk) -> tuple[object, ...]:
+        """What :meth:`block_header` depends on besides ``n``: a meter caches header costs by it.
+
+        Every field a header may show, and the text (a header may leave out what the text says).
+        A format whose header shows less may return less, so that its cost is shared.
+        """
+        return (
+            chunk.id,
+            chunk.title,
+            chunk.source,
+            chunk.section,
+            chunk.page,
+            chunk.line,
+            chunk.doc_id,
+            chunk.text,
+        )
+
     def body(self, chunk: Chunk) -> str:
         return self.escape(chunk.text) + "\n\n"
 
@@ -294,6 +311,10 @@ class XmlFormat(Format):
             return f'<summary document="{doc}">\n{self.escape(chunk.doc_summary)}\n</summary>\n'
         return ""
 
+    def header_key(self, chunk: Chunk) -> tuple[object, ...]:
+        key = Format.header_key(self, chunk)
+        return (*key, chunk.score) if "score" in self.attributes else key
+
     def block_header(self, chunk: Chunk, n: int) -> str:
         attrs = [f'id="{n}"']
         for name in self.attributes:
@@ -424,6 +445,13 @@ class LeanFormat(NumberedFormat):
             about = _oneline(chunk.title or chunk.doc_id or chunk.source or "document")
             return f"Summary of {about}: {self.escape(chunk.doc_summary)}\n"
         return ""
+
+    def header_key(self, chunk: Chunk) -> tuple[object, ...]:
+        # Without titles the header is "[n]" alone: one cost for every chunk (unless a subclass
+        # renders its own header).
+        if not self.titles and type(self).block_header is LeanFormat.block_header:
+            return ()
+        return Format.header_key(self, chunk)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         if not self.titles:

@@ -102,18 +102,9 @@ class Meter:
         number the block gets after ordering.
         """
         if self._digits_isolated:
-            # The text too: a header may depend on it (``lean`` leaves out a title the text names),
-            # and a cut block keeps its id with less text.
-            key = (
-                chunk.id,
-                chunk.title,
-                chunk.source,
-                chunk.section,
-                chunk.page,
-                chunk.line,
-                chunk.doc_id,
-                chunk.text,
-            )
+            # What the header depends on (by default every field it may show and the text: ``lean``
+            # with titles leaves out a title the text names, and a cut block keeps its id).
+            key = self.format.header_key(chunk)
             # One get(): the dict is shared across threads and may be cleared at any time.
             cached = self.header_parts.get(key, _UNSPLIT)
             parts = (
