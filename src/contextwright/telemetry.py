@@ -16,7 +16,7 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["span"]
+__all__ = ["NO_SPAN", "span", "tracing"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,17 +30,30 @@ def _trace() -> Any:
 
 # Entered as ``None`` and reusable: what ``span`` returns when no span is started, so the common
 # case costs no generator (a pipeline call opens one span per stage).
-_NO_SPAN: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+NO_SPAN: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+def _provider() -> Any:
+    """The tracer provider that starts real spans, or None."""
+    trace = _trace()
+    if trace is None:
+        return None
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return provider
+
+
+def tracing() -> bool:
+    """Whether :func:`span` would start spans now (a caller opening many may ask once per call)."""
+    return _provider() is not None
 
 
 def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
     """A span named ``name`` under the current one, or ``None`` without OpenTelemetry."""
-    trace = _trace()
-    if trace is None:
-        return _NO_SPAN
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-        return _NO_SPAN
+    provider = _provider()
+    if provider is None:
+        return NO_SPAN
     return _started(provider, name, attributes)
 
 
