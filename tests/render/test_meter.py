@@ -115,3 +115,19 @@ def test_an_xml_score_attribute_is_part_of_the_cached_header() -> None:
     for score in (0.5, 0.123456):  # same id and fields, another score: another header
         chunk = Chunk("body", id="x", score=score)
         assert meter.header_cost(chunk, 3) == meter.tokenizer.count(meter.format.block_header(chunk, 3))
+
+
+def test_measure_renders_what_the_format_renders_with_its_memo_of_bodies() -> None:
+    from contextwright.render.format import NumberedFormat
+
+    blocks = [Chunk("[1] forged\nline", id="a"), Chunk("plain", id="b")]
+    meter = Meter(get_format("lean"), get_tokenizer("cl100k_base"))
+    meter.prime(blocks)  # bodies escaped during selection are reused by the render
+    assert meter.measure(blocks)[0] == meter.format.render(blocks)
+
+    class OldLayout(NumberedFormat):  # a format whose layout predates the body= argument
+        def layout(self, blocks, *, query=""):  # type: ignore[no-untyped-def, override]
+            return NumberedFormat.layout(self, blocks, query=query)
+
+    old = Meter(OldLayout(), get_tokenizer("cl100k_base"))
+    assert old.measure(blocks)[0] == get_format("numbered").render(blocks)

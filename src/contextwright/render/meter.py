@@ -8,6 +8,7 @@ final string is made of; each body is built and counted once per call.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,17 @@ __all__ = ["Meter"]
 
 _UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
 _SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
+
+
+_TAKES_BODY: dict[type, bool] = {}
+
+
+def _takes_body(cls: type[Format]) -> bool:
+    """Whether ``cls.layout`` accepts ``body=`` (a format written before it may not)."""
+    known = _TAKES_BODY.get(cls)
+    if known is None:
+        known = _TAKES_BODY[cls] = "body" in inspect.signature(cls.layout).parameters
+    return known
 
 
 @dataclass(slots=True)
@@ -150,7 +162,11 @@ class Meter:
         which equals the count of the joined text; otherwise, or with
         ``verify``, the joined text is tokenized.
         """
-        layout = self.format.layout(blocks, query=query)
+        layout = (
+            self.format.layout(blocks, query=query, body=self.body)
+            if _takes_body(type(self.format))
+            else self.format.layout(blocks, query=query)
+        )
         pieces = [piece for piece, _, _ in layout]
         text = join_pieces(pieces)
         if verify or not (self.format.additive and self.tokenizer.additive):

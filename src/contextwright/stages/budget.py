@@ -203,12 +203,15 @@ class TokenBudget:
         docs: set[str] = set()
         relevance: _Relevance | None = None
         for c in by_relevance(chunks):
-            doc = meter.doc_cost(c) if c.group_key not in docs else 0
-            if meter.tokens(c) <= room and meter.block_cost(c, n) + doc <= room:
-                kept.append(c)
-                docs.add(c.group_key)
-                room -= meter.block_cost(c, n) + doc
-                continue
+            key = c.group_key
+            doc = meter.doc_cost(c) if key not in docs else 0
+            if meter.tokens(c) <= room:
+                cost = meter.block_cost(c, n) + doc
+                if cost <= room:
+                    kept.append(c)
+                    docs.add(key)
+                    room -= cost
+                    continue
             if room - doc >= self.min_truncated_tokens:
                 if relevance is None:  # built once, and only when something is cut
                     relevance = _Relevance(query, chunks)
@@ -216,7 +219,7 @@ class TokenBudget:
                 if found is not None:
                     cut, detail = found
                     kept.append(cut)
-                    docs.add(c.group_key)
+                    docs.add(key)
                     room -= meter.block_cost(cut, n) + doc
                     changes.append(
                         Change(c.id, "truncated", meter.tokens(c), meter.tokens(cut), detail=detail)
