@@ -111,7 +111,12 @@ def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -
 
 @settings(max_examples=400, deadline=None)
 @given(
-    st.lists(st.sampled_from(["a", "b", " ", "  ", "\n", "\t", "é", "\u00a0", "x" * 50]), max_size=40),
+    st.lists(
+        st.sampled_from(
+            ["a", "b", " ", "  ", "\n", "\t", "é", "\u00a0", "\u2003", "\u3000", "\x85", "x" * 50]
+        ),
+        max_size=40,
+    ),
     st.integers(0, 3),
 )
 def test_snippet_fast_path_equals_collapsing_the_first_600_characters(pieces: list[str], extra: int) -> None:
@@ -122,3 +127,8 @@ def test_snippet_fast_path_equals_collapsing_the_first_600_characters(pieces: li
     if len(expected) > SNIPPET_CHARS:
         expected = expected[: SNIPPET_CHARS - 1] + "…"
     assert _snippet(text) == expected
+
+
+def test_the_only_printable_whitespace_is_the_space() -> None:
+    # What the snippet fast path relies on: a printable head has no whitespace to collapse but " ".
+    assert [c for c in map(chr, range(0x110000)) if c.isspace() and c.isprintable()] == [" "]

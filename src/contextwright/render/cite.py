@@ -33,9 +33,10 @@ def _span(chunk: Chunk) -> tuple[int, int] | None:
 def _snippet(text: str) -> str:
     """The first ``SNIPPET_CHARS`` characters, whitespace collapsed (cached by text)."""
     head = text[: SNIPPET_CHARS + 1]
-    if head.isascii() and head.isprintable() and "  " not in head and head[:1] != " ":
-        # Single spaces only (printable ASCII has no other whitespace): nothing to collapse
-        # in what the snippet shows, so no need to split the first 600 characters.
+    if head.isprintable() and "  " not in head and head[:1] != " ":
+        # Single spaces only (every other whitespace character is a separator or a control, not
+        # printable): nothing to collapse in what the snippet shows, so no need to split the
+        # first 600 characters.
         if len(head) > SNIPPET_CHARS:
             return head[: SNIPPET_CHARS - 1] + "…"
         if head[-1:] != " ":
@@ -69,7 +70,9 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 also_at=tuple(
                     MappingProxyType({"id": i, "source": src, "page": page, "line": line})
                     for i, src, page, line in c.also_at
-                ),
+                )
+                if c.also_at
+                else (),
                 provenance=c.provenance,
             )
         )
