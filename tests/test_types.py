@@ -259,3 +259,25 @@ def test_the_fast_path_serves_the_dev_data(dev_queries: list) -> None:
 
     items = [c for q in dev_queries[:20] for c in q["chunks"]]
     assert all(_from_plain(c, i) is not None for i, c in enumerate(items))
+
+
+def test_the_fast_path_puts_every_field_in_its_place() -> None:
+    from types import MappingProxyType
+
+    full = {
+        "text": "Paris is in France.",
+        "id": "i",
+        "score": 0.5,
+        "doc_id": "d",
+        "index": 2,
+        "source": "s.md",
+        "title": "T",
+        "section": "S",
+        "page": 3,
+        "line": 4,
+        "rank": 7,
+        "extra": True,
+    }
+    for data in (full, {"content": "x", "chunk_id": "c", "url": "u", "heading": "h", "page_number": 9}):
+        fast, general = Chunk.from_dict(data), Chunk.from_dict(MappingProxyType(data))
+        assert fast.to_dict() == general.to_dict() and fast.metadata == general.metadata
