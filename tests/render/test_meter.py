@@ -131,3 +131,62 @@ def test_measure_renders_what_the_format_renders_with_its_memo_of_bodies() -> No
 
     old = Meter(OldLayout(), get_tokenizer("cl100k_base"))
     assert old.measure(blocks)[0] == get_format("numbered").render(blocks)
+
+
+_TAILS = st.lists(
+    st.sampled_from(
+        [
+            "a",
+            "Z",
+            "7",
+            "123",
+            " ",
+            "  ",
+            ".",
+            "!?",
+            ")",
+            '"',
+            "'",
+            "'s",
+            "...",
+            "-",
+            "/",
+            "\t",
+            "\n",
+            "é",
+            "”",
+            "—",
+            "٣",
+        ]
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=_TAILS,
+    newlines=st.sampled_from(["\n", "\n\n", "\n\n\n"]),
+    enc=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_the_last_piece_counted_from_its_count_with_newlines_is_exact(
+    pieces: list[str], newlines: str, enc: str
+) -> None:
+    tokenizer = get_tokenizer(enc)
+    assert tokenizer.newline_tail
+    text = "Paris " + "".join(pieces)
+    stripped = text.rstrip("\n")
+    last = stripped + newlines
+    meter = Meter(get_format("lean"), tokenizer)
+    assert meter._count_stripped(last, stripped) == len(tokenizer.encode(stripped))
+
+
+def test_the_last_piece_count_is_exact_on_the_dev_data(dev_queries: list) -> None:
+    tokenizer = get_tokenizer("cl100k_base")
+    meter = Meter(get_format("lean"), tokenizer)
+    for q in dev_queries:
+        for c in q["chunks"]:
+            body = meter.body(Chunk(c["text"]))
+            stripped = body.rstrip("\n")
+            assert meter._count_stripped(body, stripped) == len(tokenizer.encode(stripped))

@@ -9,6 +9,7 @@ final string is made of; each body is built and counted once per call.
 from __future__ import annotations
 
 import inspect
+import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from contextwright.types import Chunk
 
 __all__ = ["Meter"]
 
+_ASCII_PUNCTUATION = frozenset(string.punctuation)  # none is whitespace, a letter or a digit
 _UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
 _SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
 
@@ -53,8 +55,14 @@ class Meter:
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
     header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
     _digits_isolated: bool = field(default=False, init=False, repr=False)
+    _newline_tail: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._newline_tail = bool(
+            getattr(self.tokenizer, "newline_tail", False)
+            and self.tokenizer.additive
+            and self.format.additive
+        )
         self._digits_isolated = bool(
             getattr(self.tokenizer, "digits_isolated", False)
             and self.tokenizer.additive
@@ -181,5 +189,31 @@ class Meter:
         if chunk is not None and stripped == last:
             total += self.header_cost(chunk, n)
         else:
-            total += self.count(stripped)
+            total += self._count_stripped(last, stripped)
         return text, total
+
+    def _count_stripped(self, last: str, stripped: str) -> int:
+        """Tokens of ``stripped``, the last piece without its trailing newlines.
+
+        The piece itself is counted already (a block body), and the final text is nearly always
+        new; so where the tokenizer's pre-tokenizer is known (cl100k, o200k: trailing newlines
+        join a final run of punctuation, with one space before it, into one pre-token, and are
+        a pre-token of their own after a letter or digit), the count is derived from the
+        piece's by re-counting only that last pre-token with and without the newlines. Only
+        for ASCII endings; anything else is counted whole.
+        """
+        if self._newline_tail and stripped and len(stripped) < len(last):
+            i = len(stripped)
+            while i and stripped[i - 1] in _ASCII_PUNCTUATION:
+                i -= 1
+            if i:
+                before = stripped[i - 1]
+                tail: str | None = None
+                if before == " " and i < len(stripped):
+                    tail = stripped[i - 1 :]
+                elif before.isascii() and before.isalnum():
+                    tail = stripped[i:]
+                if tail is not None:
+                    newlines = last[len(stripped) :]
+                    return self.count(last) - self.count(tail + newlines) + (self.count(tail) if tail else 0)
+        return self.count(stripped)
