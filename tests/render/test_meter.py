@@ -174,7 +174,7 @@ def test_the_last_piece_counted_from_its_count_with_newlines_is_exact(
     pieces: list[str], newlines: str, enc: str
 ) -> None:
     tokenizer = get_tokenizer(enc)
-    assert tokenizer.newline_tail
+    assert tokenizer.known_splits
     text = "Paris " + "".join(pieces)
     stripped = text.rstrip("\n")
     last = stripped + newlines

@@ -55,11 +55,11 @@ class Meter:
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
     header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
     _digits_isolated: bool = field(default=False, init=False, repr=False)
-    _newline_tail: bool = field(default=False, init=False, repr=False)
+    _known_splits: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._newline_tail = bool(
-            getattr(self.tokenizer, "newline_tail", False)
+        self._known_splits = bool(
+            getattr(self.tokenizer, "known_splits", False)
             and self.tokenizer.additive
             and self.format.additive
         )
@@ -202,7 +202,7 @@ class Meter:
         piece's by re-counting only that last pre-token with and without the newlines. Only
         for ASCII endings; anything else is counted whole.
         """
-        if self._newline_tail and stripped and len(stripped) < len(last):
+        if self._known_splits and stripped and len(stripped) < len(last):
             i = len(stripped)
             while i and stripped[i - 1] in _ASCII_PUNCTUATION:
                 i -= 1

@@ -24,7 +24,7 @@ from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
-from contextwright.tokens import Tokenizer
+from contextwright.tokens import CachedTokenizer
 from contextwright.types import Change, Chunk, Drop, StageResult
 
 __all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
@@ -273,23 +273,44 @@ def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...],
 
 
 @functools.lru_cache(maxsize=4_096)
-def _sentence_sizes(tokenizer: Tokenizer, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _sentence_sizes(tokenizer: CachedTokenizer, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Tokens of each sentence of ``text`` alone, and the running sum of each with its lead-in.
 
     ``alone[k]`` counts sentence ``k`` as a window's first sentence; ``cum[k]`` sums sentences
-    ``1..k`` each with the whitespace that leads into it (as a later one). Counted with the
-    tokenizer itself, not through the call's cache: the pieces of one misfit seldom recur, and
-    the whole result is cached here by text.
+    ``1..k`` each with the whitespace that leads into it (as a later one). The sentences are
+    counted with the tokenizer itself, not through its cache (the pieces of one misfit seldom
+    recur; the whole result is cached here by text). A sentence with its lead-in differs from
+    the sentence only up to its first word boundary where the pre-tokenizer is known
+    (:attr:`TiktokenTokenizer.known_splits`: a space then a letter, after a non-space, starts
+    a pre-token), so that count is the sentence's, less its head, plus the head with the
+    lead-in: two short, mostly cached counts instead of the sentence again.
     """
     spans = _sentences(text)[0]
-    counts = tokenizer.count_many(
-        [text[s:e] for s, e in spans] + [text[spans[k - 1][1] : spans[k][1]] for k in range(1, len(spans))]
-    )
-    alone = tuple(counts[: len(spans)])
+    sentences = [text[s:e] for s, e in spans]
+    alone = tuple(tokenizer.base.count_many(sentences))
+    known = tokenizer.known_splits
     cum = [0]
-    for n in counts[len(spans) :]:
+    for k in range(1, len(spans)):
+        lead = text[spans[k - 1][1] : spans[k][0]]
+        head = _head(sentences[k]) if known else ""
+        if head:
+            n = alone[k] - tokenizer.count(head) + tokenizer.count(lead + head)
+        else:
+            n = tokenizer.base.count(lead + sentences[k])
         cum.append(cum[-1] + n)
     return alone, tuple(cum)
+
+
+def _head(sentence: str) -> str:
+    """``sentence`` up to its first space that is followed by an ASCII letter and follows a
+    non-space (a pre-token boundary for cl100k and o200k), or "" when it has none."""
+    at = sentence.find(" ", 1)
+    while at > 0:
+        nxt = sentence[at + 1 : at + 2]
+        if nxt.isascii() and nxt.isalpha() and not sentence[at - 1].isspace():
+            return sentence[:at]
+        at = sentence.find(" ", at + 1)
+    return ""
 
 
 def _has_term(low: str, term: str) -> bool:
@@ -396,7 +417,7 @@ def _best_window(
     # short (a merge across a sentence boundary, an escape in the rendered body).
     if not spans:
         return _word_window(c, meter, room, limit, n, relevance, min_tokens)
-    alone, cum = _sentence_sizes(getattr(meter.tokenizer, "base", meter.tokenizer), text)
+    alone, cum = _sentence_sizes(meter.tokenizer, text)
 
     def size(i: int, j: int) -> int:
         """Estimated tokens of sentences i..j."""
