@@ -315,3 +315,29 @@ def test_sentence_sizes_on_the_dev_data(dev_queries: list) -> None:
     for q in dev_queries[:100]:
         for c in q["chunks"]:
             assert _sentence_sizes(tokenizer, c["text"]) == _direct_sizes(tokenizer, c["text"])
+
+
+def test_query_term_idf_over_joined_chunks_equals_a_test_per_chunk_and_term(dev_queries: list) -> None:
+    import math
+
+    from contextwright.stages.budget import _Relevance
+    from contextwright.stages.compress import terms
+
+    def starts_a_word(low: str, term: str) -> bool:
+        at = low.find(term)
+        while at >= 0:
+            if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
+                return True
+            at = low.find(term, at + 1)
+        return False
+
+    for q in dev_queries:
+        chunks = chunks_from_dicts(q["chunks"])
+        wanted = list(dict.fromkeys(terms(q["question"])))
+        df = {t: sum(starts_a_word(c.text.lower(), t) for c in chunks) for t in wanted}
+        n = len(chunks)
+        expected = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f}
+        assert _Relevance(q["question"], chunks).idf == expected
+    # a term inside a word (not counted), then starting a word; at the very start of a later chunk
+    chunks = chunks_from_dicts([{"text": "xprize and prize"}, {"text": "prizes here"}, {"text": "xprize"}])
+    assert _Relevance("prize", chunks).idf == {"prize": math.log(1.0 + (3 - 2 + 0.5) / (2 + 0.5))}

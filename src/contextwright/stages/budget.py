@@ -313,20 +313,6 @@ def _head(sentence: str) -> str:
     return ""
 
 
-def _has_term(low: str, term: str) -> bool:
-    """Whether a word of ``low`` starts with ``term``: ``prize`` finds "prize", "prizes", "prize's".
-
-    ``str.find`` and a look at the character before each hit, not a regular expression: this
-    runs for every query term over every chunk of a call that cuts, and each query brings new terms.
-    """
-    at = low.find(term)
-    while at >= 0:
-        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
-            return True
-        at = low.find(term, at + 1)
-    return False
-
-
 def clear_caches() -> None:
     """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
     _lower.cache_clear()
@@ -342,11 +328,27 @@ class _Relevance:
     def __init__(self, query: str, chunks: Sequence[Chunk]) -> None:
         wanted = list(dict.fromkeys(terms(query)))
         df = dict.fromkeys(wanted, 0)
-        for c in chunks:
-            low = _lower(c.text)
-            for t in wanted:
-                if t in low and _has_term(low, t):  # the substring test rules most chunks out
-                    df[t] += 1
+        # Document frequency over the chunks joined by "\n" (no term holds one, and a chunk's
+        # first word follows it as it would the start of the text): per term, str.find from
+        # hit to hit, and past a chunk once it counts, instead of a test per chunk and term.
+        lowered = [_lower(c.text) for c in chunks]
+        joined = "\n".join(lowered)
+        starts = [0]
+        for low in lowered[:-1]:
+            starts.append(starts[-1] + len(low) + 1)
+        for t in wanted:
+            f = 0
+            at = joined.find(t)
+            while at >= 0:
+                if at == 0 or not (joined[at - 1].isalnum() or joined[at - 1] == "_"):
+                    f += 1  # a word of this chunk starts with t: on to the next chunk
+                    k = bisect.bisect_right(starts, at)
+                    if k >= len(starts):
+                        break
+                    at = joined.find(t, starts[k])
+                else:
+                    at = joined.find(t, at + 1)
+            df[t] = f
         n = len(chunks)
         self.idf: Mapping[str, float] = {
             t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f
