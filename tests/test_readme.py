@@ -366,9 +366,9 @@ def _is_chat_prompt(value: Any, ns: dict[str, Any]) -> None:
 
 
 def _is_compressed_change(value: Any, _: dict[str, Any]) -> None:
-    assert value.chunk_id == "wiki:List of Nobel laureates in Physics:1"
-    assert (value.action, value.tokens_before, value.tokens_after) == ("compressed", 73, 52)
-    assert value.detail == "repeated sentences removed"
+    assert value.chunk_id == "wiki:Henry Moseley:0"
+    assert (value.action, value.tokens_before, value.tokens_after) == ("compressed", 136, 48)
+    assert value.detail == "2 of 5 sentences"
 
 
 # Statement source -> check of its value, for results the README shows in a form that is not a literal.

@@ -35,6 +35,7 @@ import gzip
 import io
 import itertools
 import json
+import logging
 import os
 import pickle
 import threading
@@ -663,16 +664,37 @@ def _ray_start(workers: int) -> Any:
     """Connect to ``RAY_ADDRESS`` or start a local Ray; ordered, quiet execution."""
     ray = _ray()
     if not ray.is_initialized():
+        quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
         if os.environ.get("RAY_ADDRESS"):
-            ray.init(log_to_driver=False)
+            ray.init(**quiet)
         else:
-            ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
+            ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False, **quiet)
+    _quiet_ray_data_console()
     ctx = ray.data.DataContext.get_current()
     # Blocks keep their order through every operator: rows stream back in input order, and
     # write tasks are numbered in input order (part files sorted by name = input order).
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
     return ray
+
+
+class _HideProgressNotice(logging.Filter):
+    """Drop Ray Data's notice that progress bars are off (we turn them off on purpose)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Progress bars disabled")
+
+
+def _quiet_ray_data_console() -> None:
+    """Ray Data's console handler shows warnings and errors only; its INFO lines (execution plans,
+    "Starting execution of Dataset ...") still go to the session's ``logs/ray-data`` file."""
+    for handler in logging.getLogger("ray.data").handlers:
+        # the console handler streams to stderr; the session log file is a plain Handler
+        if not isinstance(handler, logging.StreamHandler) or isinstance(handler, logging.FileHandler):
+            continue
+        handler.setLevel(max(handler.level, logging.WARNING))
+        if not any(isinstance(f, _HideProgressNotice) for f in handler.filters):
+            handler.addFilter(_HideProgressNotice())
 
 
 def _file_records(file: dict[str, Any], *, src: str, src_abs: str) -> Iterator[dict[str, Any]]:

@@ -46,7 +46,7 @@ _ORDER_TYPES = {
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
         "description": "Question answering: exact dedup, the whole budget in rank order (the first misfit "
-        "cut to its best sentences), lost-in-the-middle order, lean [n] Title blocks.",
+        "cut to its best sentences), lost-in-the-middle order, lean blocks headed by their [n].",
         "stages": [
             {"type": "exact_dedup"},
             {"type": "token_budget", "policy": "fill"},
@@ -74,10 +74,13 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, what fits whole stays whole, extractive compression of "
-        "what does not, the whole budget in rank order, lost-in-the-middle order, lean [n] Title blocks.",
+        "description": "Tight budgets: exact dedup, words shared by consecutive windows paid once, what fits "
+        "whole stays whole, each chunk that does not is cut to its best sentences, the whole budget in rank "
+        "order, lost-in-the-middle order, lean blocks headed by their [n]. About as many answers as qa, in "
+        "more and shorter blocks (docs/quality.md).",
         "stages": [
             {"type": "exact_dedup"},
+            {"type": "overlap_dedup"},
             {"type": "compress", "whole_share": 1.0},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
@@ -96,7 +99,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
     "documents": {
         "description": "Document-aware: expand neighbours from the store, remove exact/overlap/near duplicates, "
         "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
-        "document-first order, lean [n] Title blocks.",
+        "document-first order, lean blocks headed by their [n].",
         "stages": [
             {"type": "expand", "window": 1},
             {"type": "exact_dedup"},

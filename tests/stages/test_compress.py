@@ -269,3 +269,37 @@ def test_has_term_agrees_with_terms(words: list[str], query: list[str]) -> None:
     have = set(terms(text))
     for t in set(terms(" ".join(query))) | have:
         assert has_term(text.lower(), t) == (t in have), (text, t)
+
+
+def test_tight_pays_once_for_the_words_consecutive_windows_share(cl100k: Any) -> None:
+    # Two overlapping windows of one document cut mid-sentence (as word-window chunkers do, so no
+    # whole sentence repeats), then the answer chunk. Paid twice, the overlap would push the answer
+    # chunk out of its whole block; `tight` strips it from the less relevant window, and the answer
+    # chunk stays whole.
+    shared = (
+        "designed by the engineer Gustave Eiffel, whose company spent two years building it on the "
+        "Champ de Mars for the centennial of the French Revolution, and critics at first called it"
+    )
+    first = Chunk(
+        "The Eiffel Tower is a landmark in Paris. It was " + shared,
+        id="paris:0",
+        doc_id="paris",
+        index=0,
+        score=9.0,
+    )
+    second = Chunk(shared + " an eyesore. " + filler("s"), id="paris:1", doc_id="paris", index=1, score=6.0)
+    answer = Chunk("The Eiffel Tower was completed in 1889 for the World's Fair.", id="answer", score=5.0)
+    tok = get_tokenizer("cl100k_base")
+    lean = Meter(get_format("lean"), tok)
+    whole = sum(lean.block_cost(c, 3) for c in (first, second, answer)) + lean.frame_cost()
+    budget = whole - len(tok.encode(shared)) // 2  # fits with the overlap paid once, not twice
+    ctx = Assembler("tight", budget=budget).assemble(QUERY, [first, second, answer])
+    assert len(cl100k.encode_ordinary(ctx.text)) <= budget
+    out = {c.id: c for c in ctx.chunks}
+    assert out["answer"].text == answer.text  # whole, not cut
+    assert out["paris:0"].text == first.text
+    assert ctx.text.count("Champ de Mars") == 1
+    assert [c.chunk_id for c in ctx.report.changed if c.action == "overlap_stripped"] == ["paris:1"]
+    cited = next(c for c in ctx.citations if c.chunk_ids == ("paris:1",))
+    assert [second.text[s:e] for s, e in cited.spans] == [out["paris:1"].text.strip()]
+    assert out["paris:1"].text.strip().startswith("an eyesore.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from contextwright.stages.dedup import (
     shingles,
     suffix_prefix_overlap,
 )
+from contextwright.stages.group import GroupMerge
 from contextwright.types import Chunk, Drop, StageResult, chunks_from_dicts
 
 
@@ -134,6 +136,29 @@ def test_overlap_dedup_strips_the_20_word_overlap_of_the_shared_corpus_windows(c
         assert len(row["text"].split()) - len(chunk.text.split()) == 20  # exactly the shared words
     # the pieces join back into the document text, with its original spacing
     assert "".join(c.text for c in result.chunks) == _document_span(rows)
+
+
+def test_overlap_dedup_cuts_the_copy_from_the_less_relevant_chunk() -> None:
+    # an expanded neighbour (scored below its hit) that precedes the hit: the neighbour loses its
+    # tail, so a budget that drops it leaves the hit whole (the answer was in the shared words)
+    doc = "Beds came from Egypt. Raised beds were common by the 12th century in Europe, then spread."
+    neighbour = Chunk(doc[:60], id="n", doc_id="d", index=0, score=0.45)
+    hit = Chunk(doc[22:], id="h", doc_id="d", index=1, score=0.9)
+    result = OverlapDedup()((hit, neighbour))
+    by_id = {c.id: c for c in result.chunks}
+    assert by_id["h"] == hit  # untouched
+    assert by_id["n"].text == doc[:22] and "overlap_stripped_tail" in by_id["n"].ops
+    assert by_id["n"].spans == ((0, 21),)  # the kept piece, without its trailing space
+    assert by_id["n"].text + by_id["h"].text == doc
+    (change,) = result.report.changed
+    assert (change.chunk_id, change.action) == ("n", "overlap_stripped")
+    assert change.detail == "last 38 of 60 characters shared with h, which ranks higher"
+    # the merged passage is the document text either way
+    (passage,) = GroupMerge()(result.chunks).chunks
+    assert passage.text == doc
+    # on a tie the later chunk loses its head, as before
+    tied = OverlapDedup()((replace(neighbour, score=0.9), hit))
+    assert [c.text for c in tied.chunks] == [doc[:60], doc[60:]]
 
 
 def test_overlap_dedup_matches_across_whitespace_but_cuts_the_original_text() -> None:

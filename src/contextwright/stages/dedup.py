@@ -200,14 +200,21 @@ class OverlapDedup:
     For two chunks of one document with consecutive ``index`` values, the
     longest suffix of the earlier chunk that is a prefix of the later one
     (compared with whitespace collapsed, at least ``min_overlap_chars``
-    characters) is cut from the later chunk. The cut is made on the later
-    chunk's original text, and the whitespace that followed the overlap is
-    kept, so ``earlier.text + later.text`` is the document text again (this is
-    what :class:`~contextwright.stages.group.GroupMerge` relies on; formats
-    strip the leading whitespace when a stripped chunk is rendered alone). The
-    overlap is always measured against the earlier chunk's text as it came in,
-    so chains of three or more windows are cut correctly even when windows
-    overlap by more than half.
+    characters) is cut from the less relevant of the two (lower score, then
+    later rank; the later chunk on a tie): the later chunk loses its head (op
+    ``overlap_stripped``) or the earlier one its tail (op
+    ``overlap_stripped_tail``). Cutting the less relevant copy matters when a
+    budget follows: an expanded neighbour (scored below the hit it was
+    fetched for) is the first chunk a budget drops, and the overlap's words
+    must not leave with it while the hit that needed them stays without
+    them. The cut is made on the original text and the whitespace between
+    the two is kept, so ``earlier.text + later.text`` is the document text
+    again (this is what :class:`~contextwright.stages.group.GroupMerge` relies
+    on; formats strip outer whitespace when a stripped chunk is rendered
+    alone). The overlap is always measured on the texts as they came in, so
+    chains of three or more windows are cut correctly even when windows
+    overlap by more than half; where a chunk's head and tail cuts would meet,
+    the later chunk of the pair takes the cut.
 
     A chunk whose (whitespace-collapsed) text is contained in another chunk of
     the same document is dropped as ``merged_into`` the container (detail
@@ -216,8 +223,8 @@ class OverlapDedup:
     that scored.
 
     Use it with :class:`~contextwright.stages.group.GroupMerge` or the
-    ``blocks`` budget policy: a stripped chunk shown without its predecessor
-    starts mid-passage.
+    ``blocks`` budget policy: a stripped chunk shown without its neighbour
+    starts or ends mid-passage.
 
     Args:
         min_overlap_chars: The shortest overlap (in whitespace-collapsed
@@ -269,19 +276,46 @@ class OverlapDedup:
                 current[container.id] = folded
                 dropped.add(c.id)
                 drops.append(Drop(c.id, "merged_into", related=container.id, detail="contained"))
-            # overlap: consecutive indices, measured on the texts as they came in
+            # overlap: consecutive indices, measured on the texts as they came in; the copy is cut
+            # from the less relevant chunk of the pair, so a budget that later drops that chunk
+            # (an expanded neighbour, usually) never takes the overlap's words with it
             indexed = sorted((c for c in kept if c.index is not None), key=lambda c: (c.index, c.rank))
+            head_cut: dict[str, int] = {}  # offset into the original text where a chunk now starts
             for prev, cur in itertools.pairwise(indexed):
                 if prev.index is None or cur.index != prev.index + 1:
                     continue
                 k = suffix_prefix_overlap(collapsed[prev.id], collapsed[cur.id], self.min_overlap_chars)
                 if k == 0:
                     continue
+                if _relevance_key(prev) > _relevance_key(cur):
+                    start = head_cut.get(prev.id, 0)
+                    end = _original_cut(prev.text, len(collapsed[prev.id]) - k)
+                    if prev.text[start:end].strip():
+                        held = current[prev.id]
+                        stripped = held.with_ops(
+                            "overlap_stripped_tail",
+                            text=held.text[: end - start],
+                            spans=compose(held, [(0, end - start)]),
+                        )
+                        current[prev.id] = stripped
+                        changes.append(
+                            Change(
+                                prev.id,
+                                "overlap_stripped",
+                                meter.tokens(held) if meter is not None else None,
+                                meter.tokens(stripped) if meter is not None else None,
+                                detail=f"last {len(prev.text) - end} of {len(prev.text)} characters shared "
+                                f"with {cur.id}, which ranks higher",
+                            )
+                        )
+                        continue
+                    # its head is already cut and the two cuts would meet: cut the later chunk
                 held = current[cur.id]
                 cut = _original_cut(cur.text, k)
-                new_text = cur.text[cut:]
-                spans = compose(held, [(cut, len(held.text))])
-                stripped = held.with_ops("overlap_stripped", text=new_text, spans=spans)
+                head_cut[cur.id] = cut
+                stripped = held.with_ops(
+                    "overlap_stripped", text=cur.text[cut:], spans=compose(held, [(cut, len(held.text))])
+                )
                 current[cur.id] = stripped
                 changes.append(
                     Change(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -26,11 +27,12 @@ def _span(c: Chunk) -> tuple[int, int]:
 def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
     """One passage standing for ``run``, chunks of one document with consecutive indices.
 
-    The passage's text is the pieces' texts joined in index order. A piece
-    whose overlap with its predecessor was stripped (op ``overlap_stripped``)
-    is appended as is: :class:`~contextwright.stages.dedup.OverlapDedup` keeps
-    the whitespace that followed the overlap, so the two pieces join exactly
-    as in the document. Other pieces are joined with ``separator``.
+    The passage's text is the pieces' texts joined in index order. Where the
+    overlap of two pieces was stripped (op ``overlap_stripped`` on the later
+    piece, or ``overlap_stripped_tail`` on the earlier one) they are joined as
+    they are: :class:`~contextwright.stages.dedup.OverlapDedup` keeps the
+    whitespace between the pieces, so they join exactly as in the document.
+    Other pieces are joined with ``separator``.
 
     The passage's id is ``"<doc_id>:<first>-<last>"``; its ``chunk_ids`` list
     every input chunk it stands for, its score is the best member's, its
@@ -39,8 +41,9 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
     """
     first, last = run[0], run[-1]
     parts = [first.text]
-    for piece in run[1:]:
-        parts.append(piece.text if "overlap_stripped" in piece.ops else separator + piece.text)
+    for before, piece in itertools.pairwise(run):
+        joined = "overlap_stripped" in piece.ops or "overlap_stripped_tail" in before.ops
+        parts.append(piece.text if joined else separator + piece.text)
     best = min(run, key=lambda c: (-c.score, c.rank))
     ids: list[str] = []
     dups: list[str] = []
