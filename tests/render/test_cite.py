@@ -132,3 +132,36 @@ def test_snippet_fast_path_equals_collapsing_the_first_600_characters(pieces: li
 def test_the_only_printable_whitespace_is_the_space() -> None:
     # What the snippet fast path relies on: a printable head has no whitespace to collapse but " ".
     assert [c for c in map(chr, range(0x110000)) if c.isspace() and c.isprintable()] == [" "]
+
+
+def test_every_citation_field_comes_from_its_chunk_field() -> None:
+    c = Chunk(
+        "text",
+        id="i",
+        score=0.5,
+        doc_id="d",
+        index=2,
+        source="s.md",
+        title="T",
+        section="S",
+        page=3,
+        line=4,
+        also_sources=("o.md",),
+        spans=((0, 4),),
+        duplicates=("dup",),
+        also_at=(("dup", "o.md", 5, 6),),
+        provenance=(("bm25", 1, 0.5),),
+    )
+    (cite,) = build_citations([c], get_format("lean"))
+    assert (cite.index, cite.label, cite.chunk_ids, cite.doc_id, cite.source, cite.title) == (
+        1, "[1]", ("i",), "d", "s.md", "T",
+    )  # fmt: skip
+    assert (cite.section, cite.page, cite.line, cite.score, cite.snippet) == ("S", 3, 4, 0.5, "text")
+    assert (cite.also_sources, cite.index_span, cite.spans, cite.duplicates) == (
+        ("o.md",),
+        (2, 2),
+        ((0, 4),),
+        ("dup",),
+    )
+    assert [dict(a) for a in cite.also_at] == [{"id": "dup", "source": "o.md", "page": 5, "line": 6}]
+    assert cite.provenance == (("bm25", 1, 0.5),)

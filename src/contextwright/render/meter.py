@@ -55,6 +55,10 @@ class Meter:
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
     header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
     _digits_isolated: bool = field(default=False, init=False, repr=False)
+    # Header costs of this call by (header key, block number).
+    _header_costs: dict[tuple[tuple[object, ...], int], int] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _known_splits: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +129,9 @@ class Meter:
             # What the header depends on (by default every field it may show and the text: ``lean``
             # with titles leaves out a title the text names, and a cut block keeps its id).
             key = self.format.header_key(chunk)
+            known = self._header_costs.get((key, n))
+            if known is not None:  # selection prices every candidate as the same block n
+                return known
             # One get(): the dict is shared across threads and may be cleared at any time.
             cached = self.header_parts.get(key, _UNSPLIT)
             parts = (
@@ -133,7 +140,9 @@ class Meter:
                 else cached
             )
             if parts is not None:
-                return self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
+                cost = self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
+                self._header_costs[key, n] = cost
+                return cost
         header = self.format.block_header(chunk, n)
         return self.count(header) if header else 0
 
