@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -203,7 +204,11 @@ def test_rerun_is_answered_from_the_cache(serve: Callable[[Script], ChatServer],
 def test_an_interrupted_run_resumes_from_what_was_cached(
     serve: Callable[[Script], ChatServer], tmp_path: Path
 ) -> None:
-    server = serve(reading_model)
+    def slow_model(body: dict[str, Any]) -> tuple[int, Any]:
+        time.sleep(0.2)  # a request is always in flight when Ctrl-C comes
+        return reading_model(body)
+
+    server = serve(slow_model)
     cache = tmp_path / "c.sqlite"
 
     def stop_after_two(done: int, total: int) -> None:
@@ -218,6 +223,7 @@ def test_an_interrupted_run_resumes_from_what_was_cached(
     kept = sqlite3.connect(cache).execute("SELECT count(*) FROM replies").fetchone()[0]
     assert 2 <= kept < 8
     before = len(server.asked())
+    assert kept == before  # the request in flight at Ctrl-C was waited for: every reply paid for is kept
     with Reader(server.base_url, model="m", cache=cache) as reader:
         result = evaluate_reader(_queries(), ["naive"], [200], reader=reader)
     assert result.meta["cached"] == kept

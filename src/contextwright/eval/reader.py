@@ -286,8 +286,10 @@ class Reader:
     ) -> list[tuple[ChatReply, bool] | LLMError]:
         """:meth:`ask` for each request, ``max_concurrency`` at once; identical requests are sent once.
 
-        Ctrl-C cancels what has not started and re-raises; every reply that
-        arrived is already in the cache, so the same call resumes from there.
+        Ctrl-C cancels what has not started, waits for the requests in flight
+        (their replies go to the cache; a second Ctrl-C stops waiting) and
+        re-raises; every reply that arrived is in the cache, so the same call
+        resumes from there.
         """
         keys = [self.key(m) for m in requests]
         out: dict[str, tuple[ChatReply, bool] | LLMError] = {}
@@ -332,7 +334,13 @@ class Reader:
                         if len(pending) >= 2 * self.max_concurrency:
                             break
             except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
+                # Ctrl-C: drop what has not started, let the requests in flight land in the cache
+                # (at most max_concurrency, each bounded by timeout_s), so the cache is complete
+                # when the caller sees the interrupt; a second Ctrl-C stops waiting.
+                try:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                except BaseException:
+                    pool.shutdown(wait=False, cancel_futures=True)
                 raise
             pool.shutdown(wait=True)
         return [out[k] for k in keys]
