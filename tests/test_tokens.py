@@ -71,6 +71,24 @@ def test_backends_give_the_same_tokens_on_any_text(text: str) -> None:
     pytest.importorskip("bpe_openai")
     fast = get_tokenizer(TiktokenTokenizer("cl100k_base", backend="bpe_openai"))
     assert fast.encode(text) == _TIKTOKEN_CL100K.encode(text)
+    # count() takes bpe-openai's list-free path; it must give the length of the tokens
+    assert fast.base.count(text) == len(_TIKTOKEN_CL100K.encode(text))
+
+
+def test_fast_count_equals_the_token_list_on_the_dev_data(dev_queries: list) -> None:
+    pytest.importorskip("bpe_openai")
+    fast = TiktokenTokenizer("cl100k_base", backend="bpe_openai")
+    assert fast._fast_count is not None  # the list-free path is the one under test
+    texts = [c["text"] for q in dev_queries for c in q["chunks"]]
+    sentences = [s for t in texts[:400] for s in t.split(". ")]
+    assert fast.count_many(texts + sentences) == [len(_TIKTOKEN_CL100K.encode(t)) for t in texts + sentences]
+
+
+def test_fast_count_falls_back_for_a_lone_surrogate() -> None:
+    pytest.importorskip("bpe_openai")
+    fast = TiktokenTokenizer("cl100k_base", backend="bpe_openai")
+    text = "caf\ud800 au lait"
+    assert fast.count(text) == len(fast.encode(text)) == len(_TIKTOKEN_CL100K.encode(text))
 
 
 def test_bad_backend_is_named() -> None:

@@ -181,3 +181,103 @@ def test_any_json_input_gives_chunks_or_an_input_error(items: list) -> None:
         return
     assert len(chunks) == len(items) and len({c.id for c in chunks}) == len(chunks)
     assert all(c.text.strip() and math.isfinite(c.score) for c in chunks)
+
+
+# Values a retriever sends, and the odd ones the general path rejects or converts.
+_plain_value = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["a\ud800b", " ", "\u200b", "t\u00e9", "7"]),
+    st.lists(st.integers(), max_size=2),
+)
+_plain_keys = st.sampled_from(
+    [
+        "text",
+        "content",
+        "score",
+        "similarity",
+        "doc_id",
+        "id",
+        "chunk_id",
+        "index",
+        "page",
+        "line",
+        "source",
+        "title",
+        "section",
+        "rank",
+        "has_answer",
+        "other",
+        "caf\u00e9",
+        "origin",
+    ]
+)
+
+
+def _outcome(items: list, **kwargs: object) -> object:
+    empty: list[Drop] = []
+    try:
+        chunks = chunks_from_dicts(items, empty=empty, **kwargs)  # type: ignore[arg-type]
+    except InputError as exc:
+        return ("error", str(exc))
+    return [(c.to_dict(), dict(c.metadata)) for c in chunks], empty
+
+
+# Mostly a chunk with a valid text, so that the fast path runs and each odd value meets it.
+_plain_dict = st.builds(
+    lambda text, rest: {**text, **rest},
+    st.fixed_dictionaries({"text": st.sampled_from(["Paris is in France.", "caf\u00e9 [1]", "x"])}),
+    st.dictionaries(_plain_keys, _plain_value, max_size=4),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(_plain_dict, st.dictionaries(_plain_keys, _plain_value, max_size=6)), max_size=4))
+def test_the_fast_path_for_plain_dicts_gives_what_the_general_path_gives(items: list) -> None:
+    from types import MappingProxyType
+
+    # A read-only view is a Mapping but not a dict, so it always takes the general path.
+    general = [MappingProxyType(d) for d in items]
+    assert _outcome(items) == _outcome(general)
+    for d, g in zip(items, general, strict=True):
+        try:
+            expected: object = Chunk.from_dict(g, position=3).to_dict()
+        except InputError as exc:
+            expected = str(exc)
+        try:
+            got: object = Chunk.from_dict(d, position=3).to_dict()
+        except InputError as exc:
+            got = str(exc)
+        assert got == expected
+
+
+def test_the_fast_path_serves_the_dev_data(dev_queries: list) -> None:
+    from contextwright.types import _from_plain
+
+    items = [c for q in dev_queries[:20] for c in q["chunks"]]
+    assert all(_from_plain(c, i) is not None for i, c in enumerate(items))
+
+
+def test_the_fast_path_puts_every_field_in_its_place() -> None:
+    from types import MappingProxyType
+
+    full = {
+        "text": "Paris is in France.",
+        "id": "i",
+        "score": 0.5,
+        "doc_id": "d",
+        "index": 2,
+        "source": "s.md",
+        "title": "T",
+        "section": "S",
+        "page": 3,
+        "line": 4,
+        "rank": 7,
+        "extra": True,
+    }
+    for data in (full, {"content": "x", "chunk_id": "c", "url": "u", "heading": "h", "page_number": 9}):
+        fast, general = Chunk.from_dict(data), Chunk.from_dict(MappingProxyType(data))
+        assert fast.to_dict() == general.to_dict() and fast.metadata == general.metadata

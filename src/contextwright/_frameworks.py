@@ -75,7 +75,7 @@ def from_any(chunks: Iterable[Any]) -> list[Chunk | Mapping[str, Any]]:
         raise InputError(f"chunks must be a list of chunks; got {type(chunks).__name__}. {_HINT}")
     out: list[Chunk | Mapping[str, Any]] = []
     for position, item in enumerate(chunks):
-        if isinstance(item, (Chunk, Mapping)):
+        if type(item) is dict or isinstance(item, (Chunk, Mapping)):
             out.append(item)
             continue
         found = _kind(item)

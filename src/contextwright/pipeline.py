@@ -24,7 +24,7 @@ from contextwright.render.cite import build_citations
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.fusion import Fuse, is_named_lists
-from contextwright.telemetry import span
+from contextwright.telemetry import NO_SPAN, span, tracing
 from contextwright.textcheck import check_text
 from contextwright.tokens import CachedTokenizer
 from contextwright.types import (
@@ -166,6 +166,17 @@ def _needs(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:
         if key in env:
             needs[key] = env[key]
     return needs
+
+
+def _measured(report: StageReport, tokens_in: int, tokens_out: int, ms: float) -> StageReport:
+    """``report`` with the pipeline's figures (``dataclasses.replace``, without its per-field work
+    for the common case of a plain StageReport)."""
+    if type(report) is not StageReport:
+        return replace(report, tokens_in=tokens_in, tokens_out=tokens_out, ms=ms)
+    r = report
+    return StageReport(
+        r.stage, r.chunks_in, r.chunks_out, r.dropped, r.changed, r.added, r.notes, tokens_in, tokens_out, ms
+    )
 
 
 def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
@@ -318,17 +329,22 @@ class Pipeline:
         if fused is not None:
             reports.append(replace(fused.report, tokens_in=tokens_now, tokens_out=tokens_now))
             self._trace(reports[-1])
+        traced = tracing()  # asked once per call, not per stage
         for stage in self.stages:
             if fused is not None and isinstance(stage, Fuse):
                 continue  # already fused above, before every other stage
             _check_cancelled(stage.name)
             needs = _needs(stage, env)
-            with span(f"contextwright.stage.{stage.name}", **{"contextwright.stage": stage.name}) as sp:
+            with (
+                span(f"contextwright.stage.{stage.name}", **{"contextwright.stage": stage.name})
+                if traced
+                else NO_SPAN
+            ) as sp:
                 start = time.perf_counter()
                 result: StageResult = stage(current, **needs)
                 ms = (time.perf_counter() - start) * 1000
                 tokens_out = meter.total_tokens(result.chunks)
-                reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+                reports.append(_measured(result.report, tokens_now, tokens_out, ms))
                 if sp is not None:
                     sp.set_attributes(_attributes(reports[-1]))
             current, tokens_now = result.chunks, tokens_out
@@ -376,7 +392,7 @@ class Pipeline:
                 result = await asyncio.to_thread(stage, current, **needs)
             ms = (time.perf_counter() - start) * 1000
             tokens_out = await asyncio.to_thread(meter.total_tokens, result.chunks)
-            reports.append(replace(result.report, tokens_in=tokens_now, tokens_out=tokens_out, ms=ms))
+            reports.append(_measured(result.report, tokens_now, tokens_out, ms))
             current, tokens_now = result.chunks, tokens_out
         _report_empty(reports, empty, len(inputs))
         return await asyncio.to_thread(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextwright.render.cite import build_citations, parse_citation_numbers, resolve_citations
 from contextwright.render.format import get_format
@@ -105,3 +107,61 @@ def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -
     assert cite.duplicates == ("b",)
     assert cite.also_at == ({"id": "b", "source": "b.pdf", "page": 7, "line": 42},)
     assert cite.to_dict()["also_at"] == [{"id": "b", "source": "b.pdf", "page": 7, "line": 42}]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "b", " ", "  ", "\n", "\t", "é", "\u00a0", "\u2003", "\u3000", "\x85", "x" * 50]
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 3),
+)
+def test_snippet_fast_path_equals_collapsing_the_first_600_characters(pieces: list[str], extra: int) -> None:
+    from contextwright.render.cite import SNIPPET_CHARS, _snippet
+
+    text = "".join(pieces) * (extra + 1)
+    expected = " ".join(text[: SNIPPET_CHARS * 3].split())
+    if len(expected) > SNIPPET_CHARS:
+        expected = expected[: SNIPPET_CHARS - 1] + "…"
+    assert _snippet(text) == expected
+
+
+def test_the_only_printable_whitespace_is_the_space() -> None:
+    # What the snippet fast path relies on: a printable head has no whitespace to collapse but " ".
+    assert [c for c in map(chr, range(0x110000)) if c.isspace() and c.isprintable()] == [" "]
+
+
+def test_every_citation_field_comes_from_its_chunk_field() -> None:
+    c = Chunk(
+        "text",
+        id="i",
+        score=0.5,
+        doc_id="d",
+        index=2,
+        source="s.md",
+        title="T",
+        section="S",
+        page=3,
+        line=4,
+        also_sources=("o.md",),
+        spans=((0, 4),),
+        duplicates=("dup",),
+        also_at=(("dup", "o.md", 5, 6),),
+        provenance=(("bm25", 1, 0.5),),
+    )
+    (cite,) = build_citations([c], get_format("lean"))
+    assert (cite.index, cite.label, cite.chunk_ids, cite.doc_id, cite.source, cite.title) == (
+        1, "[1]", ("i",), "d", "s.md", "T",
+    )  # fmt: skip
+    assert (cite.section, cite.page, cite.line, cite.score, cite.snippet) == ("S", 3, 4, 0.5, "text")
+    assert (cite.also_sources, cite.index_span, cite.spans, cite.duplicates) == (
+        ("o.md",),
+        (2, 2),
+        ((0, 4),),
+        ("dup",),
+    )
+    assert [dict(a) for a in cite.also_at] == [{"id": "dup", "source": "o.md", "page": 5, "line": 6}]
+    assert cite.provenance == (("bm25", 1, 0.5),)

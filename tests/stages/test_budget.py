@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextwright.errors import ConfigError
 from contextwright.render.format import get_format
@@ -266,3 +268,76 @@ def test_fill_spans_compose_with_an_earlier_cut() -> None:
     (cut,) = result.chunks
     assert "Roman engineers" in cut.text
     assert " ".join(FACTS[a:b] for a, b in cut.spans) == cut.text
+
+
+def _direct_sizes(tokenizer, text):  # type: ignore[no-untyped-def]
+    from contextwright.stages.budget import _sentences
+
+    spans = _sentences(text)[0]
+    alone = tuple(tokenizer.base.count(text[s:e]) for s, e in spans)
+    cum = [0]
+    for k in range(1, len(spans)):
+        cum.append(cum[-1] + tokenizer.base.count(text[spans[k - 1][1] : spans[k][1]]))
+    return alone, tuple(cum)
+
+
+_SENTENCE_PARTS = [
+    "The", "cat", "McDonald's", "it's", "1990", "3.5", "U.S.", "(a)", '"Quoted"', "é", "naïve", "—", ",",
+    "x", "Zoë", "'s", "and", "\u00a0", "/", "dogs'",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sentences=st.lists(
+        st.lists(st.sampled_from(_SENTENCE_PARTS), min_size=1, max_size=6).map(" ".join),
+        min_size=1,
+        max_size=4,
+    ),
+    glue=st.sampled_from([". ", ".  ", ".\n", "! ", "? \t", ".\n\n"]),
+    enc=st.sampled_from(["cl100k_base", "o200k_base"]),
+)
+def test_sentence_sizes_from_heads_equal_counting_each_sentence_with_its_lead_in(
+    sentences: list[str], glue: str, enc: str
+) -> None:
+    from contextwright.stages.budget import _sentence_sizes
+
+    tokenizer = get_tokenizer(enc)
+    text = glue.join(s[:1].upper() + s[1:] for s in sentences) + "."
+    _sentence_sizes.cache_clear()
+    assert _sentence_sizes(tokenizer, text) == _direct_sizes(tokenizer, text)
+
+
+def test_sentence_sizes_on_the_dev_data(dev_queries: list) -> None:
+    from contextwright.stages.budget import _sentence_sizes
+
+    tokenizer = get_tokenizer("cl100k_base")
+    for q in dev_queries[:100]:
+        for c in q["chunks"]:
+            assert _sentence_sizes(tokenizer, c["text"]) == _direct_sizes(tokenizer, c["text"])
+
+
+def test_query_term_idf_over_joined_chunks_equals_a_test_per_chunk_and_term(dev_queries: list) -> None:
+    import math
+
+    from contextwright.stages.budget import _Relevance
+    from contextwright.stages.compress import terms
+
+    def starts_a_word(low: str, term: str) -> bool:
+        at = low.find(term)
+        while at >= 0:
+            if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
+                return True
+            at = low.find(term, at + 1)
+        return False
+
+    for q in dev_queries:
+        chunks = chunks_from_dicts(q["chunks"])
+        wanted = list(dict.fromkeys(terms(q["question"])))
+        df = {t: sum(starts_a_word(c.text.lower(), t) for c in chunks) for t in wanted}
+        n = len(chunks)
+        expected = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f}
+        assert _Relevance(q["question"], chunks).idf == expected
+    # a term inside a word (not counted), then starting a word; at the very start of a later chunk
+    chunks = chunks_from_dicts([{"text": "xprize and prize"}, {"text": "prizes here"}, {"text": "xprize"}])
+    assert _Relevance("prize", chunks).idf == {"prize": math.log(1.0 + (3 - 2 + 0.5) / (2 + 0.5))}

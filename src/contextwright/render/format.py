@@ -30,7 +30,7 @@ format's grammar; the property tests check one block per citation.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -156,22 +156,44 @@ class Format:
     def block_header(self, chunk: Chunk, n: int) -> str:
         return ""
 
+    def header_key(self, chunk: Chunk) -> tuple[object, ...]:
+        """What :meth:`block_header` depends on besides ``n``: a meter caches header costs by it.
+
+        Every field a header may show, and the text (a header may leave out what the text says).
+        A format whose header shows less may return less, so that its cost is shared.
+        """
+        return (
+            chunk.id,
+            chunk.title,
+            chunk.source,
+            chunk.section,
+            chunk.page,
+            chunk.line,
+            chunk.doc_id,
+            chunk.text,
+        )
+
     def body(self, chunk: Chunk) -> str:
         return self.escape(chunk.text) + "\n\n"
 
     def block_footer(self, chunk: Chunk, n: int) -> str:
         return ""
 
-    def layout(self, blocks: Sequence[Chunk], *, query: str = "") -> list[tuple[str, Chunk | None, int]]:
+    def layout(
+        self, blocks: Sequence[Chunk], *, query: str = "", body: Callable[[Chunk], str] | None = None
+    ) -> list[tuple[str, Chunk | None, int]]:
         """The pieces of the rendered context, in order, empty pieces left out.
 
         Each entry is ``(piece, chunk, n)``; ``chunk`` and ``n`` are set on block
         headers (so a meter can count a header from its number-free parts) and
         are ``None``/``0`` elsewhere. No blocks render as the empty string (no
         frame), so an empty context costs nothing and fits any budget, including 0.
+        ``body`` renders a block's body in place of :meth:`body` (a meter passes its
+        memo of it, so texts escaped during selection are not escaped again).
         """
         if not blocks:
             return []
+        body_of = self.body if body is None else body
         out: list[tuple[str, Chunk | None, int]] = []
         start = self.frame_start()
         if start:
@@ -189,7 +211,7 @@ class Format:
             header = self.block_header(chunk, n)
             if header:
                 out.append((header, chunk, n))
-            out.append((self.body(chunk), None, 0))
+            out.append((body_of(chunk), None, 0))
             footer = self.block_footer(chunk, n)
             if footer:
                 out.append((footer, None, 0))
@@ -293,6 +315,10 @@ class XmlFormat(Format):
             doc = _attr(chunk.title or chunk.doc_id or chunk.source or "")
             return f'<summary document="{doc}">\n{self.escape(chunk.doc_summary)}\n</summary>\n'
         return ""
+
+    def header_key(self, chunk: Chunk) -> tuple[object, ...]:
+        key = Format.header_key(self, chunk)
+        return (*key, chunk.score) if "score" in self.attributes else key
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         attrs = [f'id="{n}"']
@@ -424,6 +450,13 @@ class LeanFormat(NumberedFormat):
             about = _oneline(chunk.title or chunk.doc_id or chunk.source or "document")
             return f"Summary of {about}: {self.escape(chunk.doc_summary)}\n"
         return ""
+
+    def header_key(self, chunk: Chunk) -> tuple[object, ...]:
+        # Without titles the header is "[n]" alone: one cost for every chunk (unless a subclass
+        # renders its own header).
+        if not self.titles and type(self).block_header is LeanFormat.block_header:
+            return ()
+        return Format.header_key(self, chunk)
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         if not self.titles:
@@ -564,10 +597,12 @@ class TemplateFormat(Format):
         )
         return render_template(self.template, limits, blocks=items, query=query), read
 
-    def layout(self, blocks: Sequence[Chunk], *, query: str = "") -> list[tuple[str, Chunk | None, int]]:
+    def layout(
+        self, blocks: Sequence[Chunk], *, query: str = "", body: Callable[[Chunk], str] | None = None
+    ) -> list[tuple[str, Chunk | None, int]]:
         if not blocks:
             return []
-        text, _ = self._render(blocks, query)
+        text, _ = self._render(blocks, query)  # the template renders the bodies itself
         return [(text, None, 0)] if text else []
 
     def unrendered(self, blocks: Sequence[Chunk], *, query: str = "") -> tuple[int, ...]:

@@ -8,6 +8,8 @@ final string is made of; each body is built and counted once per call.
 
 from __future__ import annotations
 
+import inspect
+import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -17,8 +19,20 @@ from contextwright.types import Chunk
 
 __all__ = ["Meter"]
 
+_ASCII_PUNCTUATION = frozenset(string.punctuation)  # none is whitespace, a letter or a digit
 _UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
 _SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
+
+
+_TAKES_BODY: dict[type, bool] = {}
+
+
+def _takes_body(cls: type[Format]) -> bool:
+    """Whether ``cls.layout`` accepts ``body=`` (a format written before it may not)."""
+    known = _TAKES_BODY.get(cls)
+    if known is None:
+        known = _TAKES_BODY[cls] = "body" in inspect.signature(cls.layout).parameters
+    return known
 
 
 @dataclass(slots=True)
@@ -41,8 +55,18 @@ class Meter:
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
     header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
     _digits_isolated: bool = field(default=False, init=False, repr=False)
+    # Header costs of this call by (header key, block number).
+    _header_costs: dict[tuple[tuple[object, ...], int], int] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _known_splits: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._known_splits = bool(
+            getattr(self.tokenizer, "known_splits", False)
+            and self.tokenizer.additive
+            and self.format.additive
+        )
         self._digits_isolated = bool(
             getattr(self.tokenizer, "digits_isolated", False)
             and self.tokenizer.additive
@@ -102,18 +126,12 @@ class Meter:
         number the block gets after ordering.
         """
         if self._digits_isolated:
-            # The text too: a header may depend on it (``lean`` leaves out a title the text names),
-            # and a cut block keeps its id with less text.
-            key = (
-                chunk.id,
-                chunk.title,
-                chunk.source,
-                chunk.section,
-                chunk.page,
-                chunk.line,
-                chunk.doc_id,
-                chunk.text,
-            )
+            # What the header depends on (by default every field it may show and the text: ``lean``
+            # with titles leaves out a title the text names, and a cut block keeps its id).
+            key = self.format.header_key(chunk)
+            known = self._header_costs.get((key, n))
+            if known is not None:  # selection prices every candidate as the same block n
+                return known
             # One get(): the dict is shared across threads and may be cleared at any time.
             cached = self.header_parts.get(key, _UNSPLIT)
             parts = (
@@ -122,7 +140,9 @@ class Meter:
                 else cached
             )
             if parts is not None:
-                return self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
+                cost = self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
+                self._header_costs[key, n] = cost
+                return cost
         header = self.format.block_header(chunk, n)
         return self.count(header) if header else 0
 
@@ -159,7 +179,11 @@ class Meter:
         which equals the count of the joined text; otherwise, or with
         ``verify``, the joined text is tokenized.
         """
-        layout = self.format.layout(blocks, query=query)
+        layout = (
+            self.format.layout(blocks, query=query, body=self.body)
+            if _takes_body(type(self.format))
+            else self.format.layout(blocks, query=query)
+        )
         pieces = [piece for piece, _, _ in layout]
         text = join_pieces(pieces)
         if verify or not (self.format.additive and self.tokenizer.additive):
@@ -174,5 +198,31 @@ class Meter:
         if chunk is not None and stripped == last:
             total += self.header_cost(chunk, n)
         else:
-            total += self.count(stripped)
+            total += self._count_stripped(last, stripped)
         return text, total
+
+    def _count_stripped(self, last: str, stripped: str) -> int:
+        """Tokens of ``stripped``, the last piece without its trailing newlines.
+
+        The piece itself is counted already (a block body), and the final text is nearly always
+        new; so where the tokenizer's pre-tokenizer is known (cl100k, o200k: trailing newlines
+        join a final run of punctuation, with one space before it, into one pre-token, and are
+        a pre-token of their own after a letter or digit), the count is derived from the
+        piece's by re-counting only that last pre-token with and without the newlines. Only
+        for ASCII endings; anything else is counted whole.
+        """
+        if self._known_splits and stripped and len(stripped) < len(last):
+            i = len(stripped)
+            while i and stripped[i - 1] in _ASCII_PUNCTUATION:
+                i -= 1
+            if i:
+                before = stripped[i - 1]
+                tail: str | None = None
+                if before == " " and i < len(stripped):
+                    tail = stripped[i - 1 :]
+                elif before.isascii() and before.isalnum():
+                    tail = stripped[i:]
+                if tail is not None:
+                    newlines = last[len(stripped) :]
+                    return self.count(last) - self.count(tail + newlines) + (self.count(tail) if tail else 0)
+        return self.count(stripped)

@@ -24,6 +24,7 @@ from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
+from contextwright.tokens import CachedTokenizer
 from contextwright.types import Change, Chunk, Drop, StageResult
 
 __all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
@@ -202,12 +203,15 @@ class TokenBudget:
         docs: set[str] = set()
         relevance: _Relevance | None = None
         for c in by_relevance(chunks):
-            doc = meter.doc_cost(c) if c.group_key not in docs else 0
-            if meter.tokens(c) <= room and meter.block_cost(c, n) + doc <= room:
-                kept.append(c)
-                docs.add(c.group_key)
-                room -= meter.block_cost(c, n) + doc
-                continue
+            key = c.group_key
+            doc = meter.doc_cost(c) if key not in docs else 0
+            if meter.tokens(c) <= room:
+                cost = meter.block_cost(c, n) + doc
+                if cost <= room:
+                    kept.append(c)
+                    docs.add(key)
+                    room -= cost
+                    continue
             if room - doc >= self.min_truncated_tokens:
                 if relevance is None:  # built once, and only when something is cut
                     relevance = _Relevance(query, chunks)
@@ -215,7 +219,7 @@ class TokenBudget:
                 if found is not None:
                     cut, detail = found
                     kept.append(cut)
-                    docs.add(c.group_key)
+                    docs.add(key)
                     room -= meter.block_cost(cut, n) + doc
                     changes.append(
                         Change(c.id, "truncated", meter.tokens(c), meter.tokens(cut), detail=detail)
@@ -260,59 +264,126 @@ def _lower(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=16_384)
-def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
-    """Sentence spans of ``text`` and each sentence lower-cased, cached by text."""
+def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...], str]:
+    """Sentence spans of ``text``, each sentence lower-cased, and those joined (to rule out
+    query terms for all sentences at once), cached by text."""
     spans = tuple(split_sentences(text))
-    return spans, tuple(text[s:e].lower() for s, e in spans)
+    lowered = tuple(text[s:e].lower() for s, e in spans)
+    return spans, lowered, "\n".join(lowered)
 
 
-def _has_term(low: str, term: str) -> bool:
-    """Whether a word of ``low`` starts with ``term``: ``prize`` finds "prize", "prizes", "prize's".
+@functools.lru_cache(maxsize=4_096)
+def _sentence_sizes(tokenizer: CachedTokenizer, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Tokens of each sentence of ``text`` alone, and the running sum of each with its lead-in.
 
-    ``str.find`` and a look at the character before each hit, not a regular expression: this
-    runs for every query term over every chunk of a call that cuts, and each query brings new terms.
+    ``alone[k]`` counts sentence ``k`` as a window's first sentence; ``cum[k]`` sums sentences
+    ``1..k`` each with the whitespace that leads into it (as a later one). The sentences are
+    counted with the tokenizer itself, not through its cache (the pieces of one misfit seldom
+    recur; the whole result is cached here by text). A sentence with its lead-in differs from
+    the sentence only up to its first word boundary where the pre-tokenizer is known
+    (:attr:`TiktokenTokenizer.known_splits`: a space then a letter, after a non-space, starts
+    a pre-token), so that count is the sentence's, less its head, plus the head with the
+    lead-in: two short, mostly cached counts instead of the sentence again.
     """
-    at = low.find(term)
-    while at >= 0:
-        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
-            return True
-        at = low.find(term, at + 1)
-    return False
+    spans = _sentences(text)[0]
+    sentences = [text[s:e] for s, e in spans]
+    alone = tuple(tokenizer.base.count_many(sentences))
+    known = tokenizer.known_splits
+    cum = [0]
+    for k in range(1, len(spans)):
+        lead = text[spans[k - 1][1] : spans[k][0]]
+        head = _head(sentences[k]) if known else ""
+        if head:
+            n = alone[k] - tokenizer.count(head) + tokenizer.count(lead + head)
+        else:
+            n = tokenizer.base.count(lead + sentences[k])
+        cum.append(cum[-1] + n)
+    return alone, tuple(cum)
+
+
+def _head(sentence: str) -> str:
+    """``sentence`` up to its first space that is followed by an ASCII letter and follows a
+    non-space (a pre-token boundary for cl100k and o200k), or "" when it has none."""
+    at = sentence.find(" ", 1)
+    while at > 0:
+        nxt = sentence[at + 1 : at + 2]
+        if nxt.isascii() and nxt.isalpha() and not sentence[at - 1].isspace():
+            return sentence[:at]
+        at = sentence.find(" ", at + 1)
+    return ""
 
 
 def clear_caches() -> None:
     """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
     _lower.cache_clear()
     _sentences.cache_clear()
+    _sentence_sizes.cache_clear()
 
 
 class _Relevance:
     """Query terms and their IDF over one call's chunks (each chunk one document)."""
 
-    __slots__ = ("_terms", "_weights", "idf")
+    __slots__ = ("_probes", "_terms", "_weights", "idf")
 
     def __init__(self, query: str, chunks: Sequence[Chunk]) -> None:
         wanted = list(dict.fromkeys(terms(query)))
         df = dict.fromkeys(wanted, 0)
-        for c in chunks:
-            low = _lower(c.text)
-            for t in wanted:
-                if t in low and _has_term(low, t):  # the substring test rules most chunks out
-                    df[t] += 1
+        # Document frequency over the chunks joined by "\n" (no term holds one, and a chunk's
+        # first word follows it as it would the start of the text): per term, str.find from
+        # hit to hit, and past a chunk once it counts, instead of a test per chunk and term.
+        lowered = [_lower(c.text) for c in chunks]
+        joined = "\n".join(lowered)
+        starts = [0]
+        for low in lowered[:-1]:
+            starts.append(starts[-1] + len(low) + 1)
+        for t in wanted:
+            f = 0
+            at = joined.find(t)
+            while at >= 0:
+                if at == 0 or not (joined[at - 1].isalnum() or joined[at - 1] == "_"):
+                    f += 1  # a word of this chunk starts with t: on to the next chunk
+                    k = bisect.bisect_right(starts, at)
+                    if k >= len(starts):
+                        break
+                    at = joined.find(t, starts[k])
+                else:
+                    at = joined.find(t, at + 1)
+            df[t] = f
         n = len(chunks)
         self.idf: Mapping[str, float] = {
             t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items() if f
         }
         self._terms = tuple(self.idf)
+        # What ``has_term`` looks for with ``str.find`` (the stem, less a final "y"): a term
+        # whose probe is not in a text is in none of its parts.
+        self._probes = tuple(t[:-1] if len(t) > 1 and t.endswith("y") else t for t in self._terms)
         self._weights: dict[int, float] = {}
+
+    def candidates(self, low: str) -> tuple[tuple[int, str, str], ...]:
+        """``(bit, term, probe)`` of the query terms that may occur in the lower-cased ``low``."""
+        return tuple(
+            (1 << k, t, p)
+            for k, (t, p) in enumerate(zip(self._terms, self._probes, strict=True))
+            if p and p in low
+        )
+
+    def masks(self, lowered: Sequence[str], joined: str) -> list[int]:
+        """:meth:`mask` of each of ``lowered`` (parts of ``joined``), ruling terms out on ``joined`` once."""
+        found = self.candidates(joined)
+        if not found:
+            return [0] * len(lowered)
+        out = []
+        for low in lowered:
+            bits = 0
+            for bit, t, p in found:
+                if p in low and has_term(low, t):
+                    bits |= bit
+            out.append(bits)
+        return out
 
     def mask(self, low: str) -> int:
         """The query terms among the terms of the lower-cased ``low``, as a bit set."""
-        bits = 0
-        for k, t in enumerate(self._terms):
-            if has_term(low, t):
-                bits |= 1 << k
-        return bits
+        return self.masks((low,), low)[0]
 
     def weight(self, bits: int) -> float:
         """The IDF of the distinct query terms in ``bits``."""
@@ -332,14 +403,14 @@ def _best_window(
     Sentence windows first; a window of words only when no single sentence fits.
     """
     text = c.text
-    spans, lowered = _sentences(text)
     # Framing of a block at its largest: a header may shrink with its text
     # (``lean`` leaves out a title the text already names), never grow.
-    empty = replace(c, text="")
+    empty = c.with_ops(text="")
     overhead = meter.block_cost(empty, n) - meter.tokens(empty)
     limit = room - max(overhead, 0)
     if limit < min_tokens:
         return None
+    spans, lowered, joined = _sentences(text)
 
     # Window sizes are estimated from per-sentence counts: each sentence alone (as a window's
     # first) and with the whitespace that leads into it (as a later one), so the search costs two
@@ -348,19 +419,13 @@ def _best_window(
     # short (a merge across a sentence boundary, an escape in the rendered body).
     if not spans:
         return _word_window(c, meter, room, limit, n, relevance, min_tokens)
-    alone_texts = [text[s:e] for s, e in spans]
-    lead_texts = [text[spans[k - 1][1] : spans[k][1]] for k in range(1, len(spans))]
-    meter.count_all(alone_texts + lead_texts)
-    alone = [meter.count(t) for t in alone_texts]
-    cum = [0]  # cum[k]: tokens of sentences 1..k, each with its lead-in
-    for lead in lead_texts:
-        cum.append(cum[-1] + meter.count(lead))
+    alone, cum = _sentence_sizes(meter.tokenizer, text)
 
     def size(i: int, j: int) -> int:
         """Estimated tokens of sentences i..j."""
         return alone[i] + cum[j] - cum[i]
 
-    masks = [relevance.mask(low) for low in lowered]
+    masks = relevance.masks(lowered, joined)
     best: tuple[float, int, int] | None = None
     best_ij = (0, 0)
     last = len(spans) - 1
@@ -410,8 +475,15 @@ def _word_window(
         return None
     weights = [0.0] * len(words)
     if relevance.idf:
-        for k, (a, b) in enumerate(words):
-            weights[k] = relevance.weight(relevance.mask(text[a:b].lower()))
+        lowered = [text[a:b].lower() for a, b in words]
+        present = relevance.candidates("\n".join(lowered))
+        for k, low in enumerate(lowered):
+            bits = 0
+            for bit, t, p in present:
+                if p in low and has_term(low, t):
+                    bits |= bit
+            if bits:
+                weights[k] = relevance.weight(bits)
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
@@ -420,21 +492,24 @@ def _word_window(
 
     def best_start(length: int) -> int:
         """Most query-term weight; among equals, the matches nearest the window's middle, then the earliest."""
-        best: tuple[float, float] | None = None
+        if not hits:
+            return 0  # every window weighs 0 and is centred: the earliest
+        values = [round(prefix[s + length] - prefix[s], 9) for s in range(len(words) - length + 1)]
+        top = max(values)
+        best = -math.inf
         at = 0
-        for s in range(len(words) - length + 1):
-            v = round(prefix[s + length] - prefix[s], 9)
-            if best is not None and v < best[0]:
+        for s, v in enumerate(values):
+            if v != top:
                 continue
             first, last = bisect.bisect_left(hits, s), bisect.bisect_left(hits, s + length) - 1
             off = abs((hits[first] + hits[last]) / 2 - (s + (length - 1) / 2)) if first <= last else 0.0
-            if best is None or (v, -off) > best:
-                best, at = (v, -off), s
+            if -off > best:
+                best, at = -off, s
         return at
 
     def body_size(s: int, length: int) -> int:
         a, b = words[s][0], words[s + length - 1][1]
-        return meter.tokens(replace(c, text=text[a:b]))
+        return meter.tokens(c.with_ops(text=text[a:b]))
 
     lo, hi, found = 1, len(words) - 1, None
     while lo <= hi:  # the longest window whose best placement fits
