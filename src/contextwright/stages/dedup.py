@@ -257,6 +257,16 @@ class OverlapDedup:
         drops: list[Drop] = []
         changes: list[Change] = []
         collapsed = {c.id: _collapse(c.text) for c in chunks if c.doc_id is not None}
+
+        def keep(chunk_id: str, op: str, piece: tuple[int, int], detail: str) -> None:
+            """Keep only ``piece`` of the chunk's current text, and report the strip."""
+            held = current[chunk_id]
+            stripped = held.with_ops(op, text=held.text[piece[0] : piece[1]], spans=compose(held, [piece]))
+            current[chunk_id] = stripped
+            before = meter.tokens(held) if meter is not None else None
+            after = meter.tokens(stripped) if meter is not None else None
+            changes.append(Change(chunk_id, "overlap_stripped", before, after, detail=detail))
+
         for members in by_doc.values():
             if len(members) < 2:
                 continue
@@ -291,40 +301,24 @@ class OverlapDedup:
                     start = head_cut.get(prev.id, 0)
                     end = _original_cut(prev.text, len(collapsed[prev.id]) - k)
                     if prev.text[start:end].strip():
-                        held = current[prev.id]
-                        stripped = held.with_ops(
-                            "overlap_stripped_tail",
-                            text=held.text[: end - start],
-                            spans=compose(held, [(0, end - start)]),
+                        detail = (
+                            f"last {len(prev.text) - end} of {len(prev.text)} characters shared with {cur.id}"
                         )
-                        current[prev.id] = stripped
-                        changes.append(
-                            Change(
-                                prev.id,
-                                "overlap_stripped",
-                                meter.tokens(held) if meter is not None else None,
-                                meter.tokens(stripped) if meter is not None else None,
-                                detail=f"last {len(prev.text) - end} of {len(prev.text)} characters shared "
-                                f"with {cur.id}, which ranks higher",
-                            )
+                        keep(
+                            prev.id,
+                            "overlap_stripped_tail",
+                            (0, end - start),
+                            f"{detail}, which ranks higher",
                         )
                         continue
                     # its head is already cut and the two cuts would meet: cut the later chunk
-                held = current[cur.id]
                 cut = _original_cut(cur.text, k)
                 head_cut[cur.id] = cut
-                stripped = held.with_ops(
-                    "overlap_stripped", text=cur.text[cut:], spans=compose(held, [(cut, len(held.text))])
-                )
-                current[cur.id] = stripped
-                changes.append(
-                    Change(
-                        cur.id,
-                        "overlap_stripped",
-                        meter.tokens(cur) if meter is not None else None,
-                        meter.tokens(stripped) if meter is not None else None,
-                        detail=f"{cut} of {len(cur.text)} characters shared with {prev.id}",
-                    )
+                keep(
+                    cur.id,
+                    "overlap_stripped",
+                    (cut, len(cur.text)),
+                    f"{cut} of {len(cur.text)} characters shared with {prev.id}",
                 )
         if not drops and not changes:
             return StageResult.of(self.name, chunks, chunks)
