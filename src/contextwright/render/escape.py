@@ -186,5 +186,16 @@ def escape_lines(text: str, is_delimiter: Callable[[str], bool], *, triggers: st
 
 
 def drop_blank_lines(text: str) -> str:
-    """Remove the lines of cleaned ``text`` that read as blank (``minimal``'s delimiter)."""
-    return str(_BLANK_LINES.sub("\n", text)) if "\n" in text else text
+    """Remove the lines of cleaned ``text`` that read as blank (``minimal``'s delimiter).
+
+    Cleaning strips blank edges only where something visible is left, so a text of ignorable
+    characters alone (a document summary of zero-width spaces) can still start or end with a
+    blank line; those go too, or the line after the summary would read as a new block.
+    """
+    if "\n" not in text:
+        return text
+    text = str(_BLANK_LINES.sub("\n", text))
+    lines = text.split("\n")
+    if is_blank(lines[0]) or is_blank(lines[-1]):
+        return "\n".join(line for line in lines if not is_blank(line))
+    return text
