@@ -35,7 +35,7 @@ from rich.console import Console
 
 from _data import CORPUS, DEV, REPO
 from contextwright.eval import load_queries
-from contextwright.eval.reader import Reader, evaluate_reader
+from contextwright.eval.reader import Reader, ReaderResult, evaluate_reader
 from contextwright.eval.report import render_reader_table
 from contextwright.eval.runner import open_corpus_store
 
@@ -84,6 +84,33 @@ def llama_server(model: Path, *, n_ctx: int, threads: int) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def halves(result: ReaderResult, ids: list[str]) -> list[str]:
+    """Each strategy's paired delta against naive on dev's first and second half, in points.
+
+    The project's rule for a quality claim: the two halves must agree in sign before a
+    difference is called a finding. Queries without a reply from either side are left out.
+    """
+    half = len(ids) // 2
+    parts = (set(ids[:half]), set(ids[half:]))
+    got = {(a.query_id, a.strategy, a.budget): a.correct for a in result.answers if a.ok}
+    lines = []
+    for s in result.summaries:
+        if s.strategy == "naive" or s.budget == 0:
+            continue
+        cells = []
+        for part in parts:
+            pairs = [
+                (got[q, s.strategy, s.budget], got[q, "naive", s.budget])
+                for q in part
+                if (q, s.strategy, s.budget) in got and (q, "naive", s.budget) in got
+            ]
+            cells.append(f"{100 * sum(a - b for a, b in pairs) / len(pairs):+.1f}" if pairs else "n/a")
+        lines.append(
+            f"  {s.strategy} at {s.budget}: {cells[0]} / {cells[1]} points ({half} + {len(ids) - half} queries)"
+        )
+    return lines
 
 
 def main() -> None:
@@ -172,6 +199,11 @@ def main() -> None:
         console.print(
             f"{m['requests']} requests ({m['cached']} from the cache, {m['failed']} failed) in {elapsed:.0f} s"
         )
+        lines = halves(result, sorted(q.id for q in shown))
+        if lines:
+            console.print("Delta against naive on dev's first / second half:")
+            for line in lines:
+                console.print(line)
         if args.json:
             Path(args.json).write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
 
@@ -184,4 +216,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        # Reader.ask_many let the requests in flight land in the cache before this
+        raise SystemExit(
+            "interrupted; every reply received is cached, and the same command resumes"
+        ) from None
