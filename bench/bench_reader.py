@@ -90,25 +90,29 @@ def halves(result: ReaderResult, ids: list[str]) -> list[str]:
     """Each strategy's paired delta against naive on dev's first and second half, in points.
 
     The project's rule for a quality claim: the two halves must agree in sign before a
-    difference is called a finding. Queries without a reply from either side are left out.
+    difference is called a finding. Also the questions won and lost against naive (the
+    discordant pairs McNemar's test counts). Queries without a reply from either side are left out.
     """
     half = len(ids) // 2
-    parts = (set(ids[:half]), set(ids[half:]))
+    parts = (ids[:half], ids[half:])
     got = {(a.query_id, a.strategy, a.budget): a.correct for a in result.answers if a.ok}
     lines = []
     for s in result.summaries:
         if s.strategy == "naive" or s.budget == 0:
             continue
-        cells = []
+        cells, won, lost = [], 0, 0
         for part in parts:
             pairs = [
                 (got[q, s.strategy, s.budget], got[q, "naive", s.budget])
                 for q in part
                 if (q, s.strategy, s.budget) in got and (q, "naive", s.budget) in got
             ]
+            won += sum(a and not b for a, b in pairs)
+            lost += sum(b and not a for a, b in pairs)
             cells.append(f"{100 * sum(a - b for a, b in pairs) / len(pairs):+.1f}" if pairs else "n/a")
         lines.append(
-            f"  {s.strategy} at {s.budget}: {cells[0]} / {cells[1]} points ({half} + {len(ids) - half} queries)"
+            f"  {s.strategy} at {s.budget}: {cells[0]} / {cells[1]} points"
+            f" ({len(parts[0])} + {len(parts[1])} queries), {won} won / {lost} lost"
         )
     return lines
 
