@@ -35,7 +35,7 @@ from rich.console import Console
 
 from _data import CORPUS, DEV, REPO
 from contextwright.eval import load_queries
-from contextwright.eval.reader import Reader, ReaderResult, evaluate_reader
+from contextwright.eval.reader import Reader, ReaderResult, evaluate_reader, summarize_reader
 from contextwright.eval.report import render_reader_table
 from contextwright.eval.runner import open_corpus_store
 
@@ -90,26 +90,34 @@ def halves(result: ReaderResult, ids: list[str]) -> list[str]:
     """Each strategy's paired delta against naive on dev's first and second half, in points.
 
     The project's rule for a quality claim: the two halves must agree in sign before a
-    difference is called a finding. Also the questions won and lost against naive (the
-    discordant pairs McNemar's test counts). Queries without a reply from either side are left out.
+    difference is called a finding. Each half is summarized by ``summarize_reader``, the same
+    pairing as the table. Also the questions won and lost against naive over all queries (the
+    discordant pairs behind McNemar's p).
     """
     half = len(ids) // 2
-    parts = (ids[:half], ids[half:])
+    parts = (set(ids[:half]), set(ids[half:]))
+    split = [
+        {
+            (s.strategy, s.budget): s.delta
+            for s in summarize_reader([a for a in result.answers if a.query_id in part])
+        }
+        for part in parts
+    ]
     got = {(a.query_id, a.strategy, a.budget): a.correct for a in result.answers if a.ok}
     lines = []
     for s in result.summaries:
         if s.strategy == "naive" or s.budget == 0:
             continue
-        cells, won, lost = [], 0, 0
-        for part in parts:
-            pairs = [
-                (got[q, s.strategy, s.budget], got[q, "naive", s.budget])
-                for q in part
-                if (q, s.strategy, s.budget) in got and (q, "naive", s.budget) in got
-            ]
-            won += sum(a and not b for a, b in pairs)
-            lost += sum(b and not a for a, b in pairs)
-            cells.append(f"{100 * sum(a - b for a, b in pairs) / len(pairs):+.1f}" if pairs else "n/a")
+        cells = [
+            f"{100 * d:+.1f}" if (d := h.get((s.strategy, s.budget))) is not None else "n/a" for h in split
+        ]
+        pairs = [
+            (got[q, s.strategy, s.budget], got[q, "naive", s.budget])
+            for q in ids
+            if (q, s.strategy, s.budget) in got and (q, "naive", s.budget) in got
+        ]
+        won = sum(a and not b for a, b in pairs)
+        lost = sum(b and not a for a, b in pairs)
         lines.append(
             f"  {s.strategy} at {s.budget}: {cells[0]} / {cells[1]} points"
             f" ({len(parts[0])} + {len(parts[1])} queries), {won} won / {lost} lost"

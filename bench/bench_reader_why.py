@@ -73,7 +73,7 @@ def main() -> None:
     print(f"{len(queries)} queries from {args.json}; where the first gold answer sits in each context:")
     print(f"{'strategy':<11}{'budget':>7}" + "".join(f"{t:>24}" for t in THIRDS))
     pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for name, budget in runs:
+    for i, (name, budget) in enumerate(runs):
         cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for q in queries:
             if (q.id, name, budget) not in correct:
@@ -84,26 +84,26 @@ def main() -> None:
                 cell[0] += 1
                 cell[1] += correct[q.id, name, budget]
         print(f"{name:<11}{budget:>7}" + "".join(f"{_share(*cells[t]):>24}" for t in THIRDS))
-    print(f"{'all':<11}{'':>7}" + "".join(f"{_share(*pooled[t]):>24}" for t in THIRDS))
+        if i + 1 == len(runs) or runs[i + 1][1] != budget:  # pooled over the strategies of one budget
+            print(f"{'all':<11}{budget:>7}" + "".join(f"{_share(*pooled[t]):>24}" for t in THIRDS))
+            pooled.clear()
     print("(queries in the group, and the reader's accuracy on them)")
 
     for budget in sorted({b for _, b in runs}):
         if not {("naive", budget), ("greedy", budget)} <= set(runs):
             continue
-        won = lost = both = neither = 0
+        won = lost = both = 0
         fragments = []
         for q in queries:
             naive, greedy = texts[q.id, "naive", budget], texts[q.id, "greedy", budget]
-            if naive == greedy or not naive.startswith(greedy) or (q.id, "naive", budget) not in correct:
-                continue
-            if (q.id, "greedy", budget) not in correct:
+            answered = (q.id, "naive", budget) in correct and (q.id, "greedy", budget) in correct
+            if not answered or naive == greedy or not naive.startswith(greedy):
                 continue
             fragments.append(tok.count(naive[len(greedy) :]))
             n, g = correct[q.id, "naive", budget], correct[q.id, "greedy", budget]
             won += g and not n
             lost += n and not g
             both += n and g
-            neither += not n and not g
         if fragments:
             print(
                 f"\nbudget {budget}: on {len(fragments)} queries naive's context is greedy's plus a cut fragment"
