@@ -276,9 +276,11 @@ if typer is not None:
                 else:
                     if item.id:
                         out.print(f"{'' if n == 0 else chr(10)}# {item.id} · {q}", markup=False)
-                    sys.stdout.write(ctx.text + "\n")
+                    # The context always ends its line, so the summary on stderr starts a line of its own.
+                    sys.stdout.write(ctx.text if ctx.text.endswith("\n") else ctx.text + "\n")
                     sys.stdout.flush()
-                    err.print(f"[dim]{escape(ctx.report.summary())}[/]")
+                    if not report:  # --report's table has the summary as its title: say it once
+                        err.print(f"[dim]{escape(ctx.report.summary())}[/]")
                     if ctx.report.history is not None:
                         err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")
                 if report:
