@@ -968,6 +968,14 @@ if typer is not None:
             err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
         return dataclasses.replace(result, reader=measured)
 
+    def print_uncut(table: Any) -> None:
+        """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut."""
+        out = Console(highlight=False)
+        needed = out.measure(table, options=out.options.update_width(1_000)).maximum
+        if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
+            out = Console(highlight=False, width=needed)
+        out.print(table)
+
     # -- eval (contextwright.eval) ---------------------------------------------
 
     @app.command("eval")
@@ -1043,7 +1051,10 @@ if typer is not None:
         ] = None,
         wide: Annotated[
             bool,
-            typer.Option("--wide", help="Print every metric (default: the headline metrics, 80 columns)."),
+            typer.Option(
+                "--wide",
+                help="Print every metric and reader column (default: the headline ones, 80 columns).",
+            ),
         ] = False,
     ) -> None:
         """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
@@ -1129,16 +1140,11 @@ if typer is not None:
                 err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
             for name, note in result.notes.items():
                 err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
-            table = render_table(result, wide=wide)
-            out = Console(highlight=False)
-            needed = out.measure(table, options=out.options.update_width(1_000)).maximum
-            if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
-                out = Console(highlight=False, width=needed)
-            out.print(table)
+            print_uncut(render_table(result, wide=wide))
             if result.reader is not None:
                 from contextwright.eval.report import render_reader_table
 
-                out.print(render_reader_table(result.reader))
+                print_uncut(render_reader_table(result.reader, wide=wide))
             meta = {"data": data}
             if json_out:
                 to_json(result, json_out, meta=meta)
