@@ -226,11 +226,14 @@ if typer is not None:
         from contextwright.errors import ContextwrightError
         from contextwright.io import read_items
 
+        import logging
+
         out = Console(highlight=False, soft_wrap=True)
         if history is not None and history_tokens <= 0:
             fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
         if tools is not None and tool_tokens <= 0:
             fail("--tools needs --tool-tokens N: the tokens the tool outputs may use (e.g. 1000).")
+        handler = warnings_once()  # the library's warnings (budget 0, ...) on stderr, once each
         try:
             extra: dict[str, Any] = {}
             if fusion is not None:
@@ -288,6 +291,8 @@ if typer is not None:
             bar.stop()
         except ContextwrightError as exc:
             fail(str(exc))
+        finally:
+            logging.getLogger("contextwright").removeHandler(handler)
 
     class QueryProgress:
         """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY)."""
@@ -968,6 +973,27 @@ if typer is not None:
             err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
         return dataclasses.replace(result, reader=measured)
 
+    def warnings_once() -> Any:
+        """A handler on the ``contextwright`` logger that prints each distinct warning once on stderr.
+
+        A stage warns once per call; over hundreds of queries, each distinct warning is shown once.
+        The caller removes it (``logging.getLogger("contextwright").removeHandler``).
+        """
+        import logging
+
+        seen: set[tuple[str, str]] = set()
+
+        class Once(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                key = (record.name, record.getMessage())
+                if key not in seen:
+                    seen.add(key)
+                    err.print(f"[yellow]warning:[/] {escape(key[1])} [dim](shown once)[/]", highlight=False)
+
+        handler = Once(logging.WARNING)
+        logging.getLogger("contextwright").addHandler(handler)
+        return handler
+
     def print_uncut(table: Any) -> None:
         """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut."""
         out = Console(highlight=False)
@@ -1078,18 +1104,7 @@ if typer is not None:
         if engine not in ("local", "ray"):
             fail(f"--engine must be local or ray; got {engine!r}.")
         names: list[str] = _csv(strategy) if strategy else default_strategies()
-        # A stage warns once per call; over hundreds of queries, show each distinct warning once.
-        seen: set[tuple[str, str]] = set()
-
-        class Once(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                key = (record.name, record.getMessage())
-                if key not in seen:
-                    seen.add(key)
-                    err.print(f"[yellow]warning:[/] {escape(key[1])} [dim](shown once)[/]", highlight=False)
-
-        handler = Once(logging.WARNING)
-        logging.getLogger("contextwright").addHandler(handler)
+        handler = warnings_once()
         try:
             queries = load_queries(data, limit=limit)
             with Progress(
