@@ -67,7 +67,7 @@ if typer is not None:
     def fail(message: str) -> NoReturn:
         """Print a readable error and exit with code 2 (bad input or options)."""
         # The message is plain text: "[offline]" in an install hint must print as written.
-        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+        err.print(f"[bold red]error:[/] {escape(cli_words(message))}", highlight=False, markup=True)
         raise typer.Exit(2)
 
     def _csv(value: str | None) -> list[str]:
@@ -98,6 +98,63 @@ if typer is not None:
         typer.Option(help="Chunk store URL for expansion: sqlite:///nq.db, postgresql://..., memory://."),
     ]
 
+    def check_budget_and_model(budget: int | None, model: str | None) -> None:
+        """The library's budget/model errors in the CLI's words (flags, not Python arguments)."""
+        if budget is None and model is None:
+            fail(
+                "pass --budget N (the documents budget in tokens) or --model NAME (derives it from the "
+                "model's context window), e.g. --budget 1000 or --model gpt-4o-mini."
+            )
+        if model is None:
+            return
+        import difflib
+
+        from contextwright.budget import get_model, list_models
+        from contextwright.errors import ConfigError
+
+        try:
+            get_model(model)
+        except ConfigError:
+            close = difflib.get_close_matches(model.lower(), [m.name for m in list_models()], n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            fail(
+                f"--model {model!r} is not a known model.{hint} Pass --budget N (and --tokenizer) "
+                "instead; the known models: contextwright models."
+            )
+
+    def cli_words(message: str) -> str:
+        """A library message with its Python arguments named as this CLI's flags."""
+        return message.replace("pass tokenizer='chars'", "pass --tokenizer chars")
+
+    # The one store flag is --store; --db (index's old name) still works, with a hint.
+    DbOpt = Annotated[str | None, typer.Option("--db", hidden=True, help="The old name of --store.")]
+
+    def store_flag(store: str | None, db: str | None) -> str | None:
+        """The store URL from --store, or from --db with a hint that the flag is --store."""
+        if db is None:
+            return store
+        if store is not None and store != db:
+            fail(f"--store {store!r} and --db {db!r} name two stores; pass one, as --store URL.")
+        err.print(
+            "[yellow]note:[/] the store flag is --store (as in assemble, index, batch); --db works too."
+        )
+        return db
+
+    def new_sqlite_file(url: str) -> Path | None:
+        """The file a sqlite:/// URL would create, when it does not exist yet."""
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() != "sqlite" or not rest.startswith("/") or rest in ("/", "/:memory:"):
+            return None
+        path = Path(rest[1:])
+        return None if path.exists() else path
+
+    def remove_sqlite_file(path: Path | None) -> None:
+        """Remove a database file this command created (and SQLite's side files), if any."""
+        if path is None:
+            return
+        for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+            p.unlink(missing_ok=True)
+
     def build_assembler(
         preset: str,
         *,
@@ -116,6 +173,7 @@ if typer is not None:
         """An Assembler from command-line options, with the resources they name."""
         from contextwright.assembler import Assembler
 
+        check_budget_and_model(budget, model)
         resources: dict[str, Any] = {}
         config: Any = preset
         if expand is not None:
@@ -167,6 +225,7 @@ if typer is not None:
         ] = False,
         limit: Annotated[int | None, typer.Option(help="Assemble at most this many queries.")] = None,
         store: StoreOpt = None,
+        db: DbOpt = None,
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
@@ -222,11 +281,10 @@ if typer is not None:
     ) -> None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
+        import logging
 
         from contextwright.errors import ContextwrightError
         from contextwright.io import read_items
-
-        import logging
 
         out = Console(highlight=False, soft_wrap=True)
         if history is not None and history_tokens <= 0:
@@ -249,7 +307,7 @@ if typer is not None:
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
-                store=store,
+                store=store_flag(store, db),
                 expand=expand,
                 embedder=embedder,
                 output_tokens=output_tokens,
@@ -554,6 +612,7 @@ if typer is not None:
         tokenizer: TokenizerOpt = None,
         item: Annotated[int, typer.Option("--item", help="Which query of a query file (0-based).")] = 0,
         store: StoreOpt = None,
+        db: DbOpt = None,
     ) -> None:
         """Write a self-contained HTML page showing how one context was assembled."""
         from contextwright.errors import ContextwrightError
@@ -568,7 +627,7 @@ if typer is not None:
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
-                store=store,
+                store=store_flag(store, db),
             )
             items = list(read_items(file, limit=item + 1))
             if item < 0 or item >= len(items):
@@ -600,10 +659,15 @@ if typer is not None:
         corpus: Annotated[
             str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with doc_id and index.")
         ],
-        db: Annotated[
-            str,
-            typer.Option("--db", help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://..."),
-        ] = "sqlite:///contextwright.db",
+        store: Annotated[
+            str | None,
+            typer.Option(
+                "--store",
+                help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://... "
+                "(default sqlite:///contextwright.db).",
+            ),
+        ] = None,
+        db: DbOpt = None,
         table: Annotated[str, typer.Option(help="Table name in the store.")] = "chunks",
     ) -> None:
         """Load a chunk corpus into a store (for neighbour expansion), in one transaction."""
@@ -614,14 +678,17 @@ if typer is not None:
         from contextwright.errors import ContextwrightError
         from contextwright.stores import open_store, redact_url
 
-        if db.lower().startswith("memory://"):
+        url = store_flag(store, db) or "sqlite:///contextwright.db"
+        if url.lower().startswith("memory://"):
             fail(
-                "--db memory:// keeps nothing once the command exits; use sqlite:///path.db or postgresql://..."
+                "--store memory:// keeps nothing once the command exits; use sqlite:///path.db or "
+                "postgresql://..."
             )
+        new_file = new_sqlite_file(url)
         start = time.perf_counter()
         try:
             with (
-                open_store(db, mode="create", table=table) as chunk_store,
+                open_store(url, mode="create", table=table) as chunk_store,
                 Progress(
                     TextColumn("indexing"),
                     BarColumn(),
@@ -644,10 +711,14 @@ if typer is not None:
                 count = chunk_store.load_jsonl(corpus, progress=progress)
                 stored = chunk_store.count()
         except ContextwrightError as exc:
+            remove_sqlite_file(new_file)  # a refused index leaves no empty database behind
             fail(str(exc))
+        except BaseException:
+            remove_sqlite_file(new_file)
+            raise
         elapsed = time.perf_counter() - start
         Console(highlight=False, soft_wrap=True).print(
-            f"indexed {count:,} chunks into {redact_url(db)} (table {table}, {stored:,} in total) "
+            f"indexed {count:,} chunks into {redact_url(url)} (table {table}, {stored:,} in total) "
             f"in {elapsed:.2f} s"
         )
 
@@ -683,6 +754,7 @@ if typer is not None:
         order: OrderOpt = None,
         tokenizer: TokenizerOpt = None,
         store: StoreOpt = None,
+        db: DbOpt = None,
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
@@ -711,10 +783,12 @@ if typer is not None:
 
         if engine not in ("local", "ray"):
             fail(f"--engine must be local or ray; got {engine!r}.")
+        store = store_flag(store, db)
         if expand is not None and store is None:
             fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
         if out_format not in (None, "jsonl", "jsonl.gz", "parquet"):
             fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
+        check_budget_and_model(budget, model)
         settings = BatchSettings(
             preset=preset,
             model=model,

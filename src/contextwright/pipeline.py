@@ -469,7 +469,7 @@ class Pipeline:
                 tokens_in=tokens_now,
                 tokens_out=total,
                 ms=(time.perf_counter() - start) * 1000,
-                notes=(f"format {self.format.name}",) + zero_budget_notes(budget, len(inputs)),
+                notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
             )
         )
         report = Report(
