@@ -137,3 +137,119 @@ def test_a_refused_index_leaves_no_database_file(tmp_path: Path) -> None:
     assert runner.invoke(app, ["index", str(corpus), "--store", keep]).exit_code == 0
     assert runner.invoke(app, ["index", str(queries), "--store", keep]).exit_code == 2
     assert (tmp_path / "keep.db").exists()
+
+
+# -- one input reader, markup, progress, inspect ---------------------------------------------------
+
+
+def test_dedup_corpus_reads_the_json_array_the_other_commands_accept(tmp_path: Path) -> None:
+    corpus = REPO / "tests" / "fixtures" / "small_corpus.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows += [{**rows[0], "id": "copy-of-first"}]
+    array = tmp_path / "corpus.json"
+    array.write_text(json.dumps(rows), encoding="utf-8")
+    pairs = tmp_path / "pairs.jsonl"
+    out = runner.invoke(app, ["dedup-corpus", str(array), "--workers", "1", "--out", str(pairs)])
+    assert out.exit_code == 0, out.output
+    found = [json.loads(line) for line in pairs.read_text(encoding="utf-8").splitlines()]
+    assert {"a": str(rows[0]["id"]), "b": "copy-of-first"}.items() <= found[0].items()
+    # and the JSON Lines form gives the same pairs
+    lines = tmp_path / "corpus.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    again = tmp_path / "again.jsonl"
+    assert (
+        runner.invoke(app, ["dedup-corpus", str(lines), "--workers", "1", "--out", str(again)]).exit_code == 0
+    )
+    assert again.read_text(encoding="utf-8") == pairs.read_text(encoding="utf-8")
+
+
+def test_the_non_utf8_error_says_how_to_fix_it(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes('{"text": "café au lait"}\n'.encode("latin-1"))
+    out = runner.invoke(app, ["assemble", str(latin), "-q", "x", "--budget", "100"])
+    assert out.exit_code == 2
+    message = flat(out.stderr)
+    assert "is not UTF-8 text" in message and "iconv -f latin1 -t utf-8" in message
+
+
+def test_presets_keeps_citation_labels_in_descriptions() -> None:
+    from contextwright.config import list_presets
+
+    out = runner.invoke(app, ["presets"], env={"COLUMNS": "250"})
+    assert out.exit_code == 0, out.output
+    written = sum(d.count("[n]") for d in list_presets().values())
+    assert written >= 1 and out.stdout.count("[n]") == written
+
+
+def test_inspect_on_a_query_file_says_which_query_it_took(tmp_path: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        "".join(
+            json.dumps({"id": f"q{i}", "question": f"who {i}?", "chunks": CHUNKS}) + "\n" for i in range(3)
+        ),
+        encoding="utf-8",
+    )
+    page = str(tmp_path / "p.html")
+    out = runner.invoke(app, ["inspect", str(queries), "--budget", "200", "--html", page])
+    assert out.exit_code == 0, out.output
+    message = flat(out.stderr)
+    assert "holds several queries; inspecting the first (q0 · who 0?)" in message and "--item N" in message
+    picked = runner.invoke(app, ["inspect", str(queries), "--budget", "200", "--html", page, "--item", "2"])
+    assert picked.exit_code == 0 and "several queries" not in picked.stderr
+    one = runner.invoke(app, ["inspect", str(EXAMPLE), "-q", "x", "--budget", "200", "--html", page])
+    assert one.exit_code == 0 and "several queries" not in one.stderr
+
+
+def test_progress_ends_with_the_full_count_and_a_total(tmp_path: Path) -> None:
+    from .test_cli_newcomer import _run_with_tty_stderr
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        "".join(json.dumps({"id": f"q{i}", "question": "who?", "chunks": CHUNKS}) + "\n" for i in range(7)),
+        encoding="utf-8",
+    )
+    stdout, tty = _run_with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
+    assert len(stdout.decode().splitlines()) == 7
+    shown = tty.decode(errors="replace")
+    assert "assembled 7 queries in " in shown and " s" in shown.split("assembled 7 queries in ")[-1]
+    assert "assembled 6 queries in" not in shown
+
+
+# -- eval: help at 80 columns, did you mean ----------------------------------------------------------
+
+
+def test_eval_help_at_80_columns_keeps_its_description_and_the_cache_default_whole() -> None:
+    out = runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "80", "LINES": "50"})
+    assert out.exit_code == 0
+    text = flat(out.stdout.replace("│", " "))
+    assert "tokens sent and latency; replies are cached on disk, so an interrupted run resumes" in text
+    assert "(default: reader.sqlite in ~/.cache/contextwright)." in text
+    assert "…" not in out.stdout
+
+
+def test_eval_strategy_typo_gets_a_did_you_mean() -> None:
+    from .conftest import DEV_QUERIES
+
+    if not DEV_QUERIES.exists():
+        pytest.skip("shared data not found")
+    out = runner.invoke(app, ["eval", str(DEV_QUERIES), "--strategy", "naiv", "--limit", "1", "-b", "300"])
+    assert out.exit_code == 2
+    assert "unknown strategy 'naiv'. Did you mean 'naive'?" in flat(out.stderr)
+
+
+# -- the service ----------------------------------------------------------------------------------
+
+
+def test_the_service_lists_the_valid_fields_once() -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from contextwright.service import ServiceConfig, create_app
+
+    with TestClient(create_app(ServiceConfig(budget=500))) as client:
+        for body in (
+            {"query": "q", "chunks": CHUNKS, "fromat": "xml"},
+            {"query": "q", "chunks": CHUNKS, "x": 1},
+        ):
+            detail = client.post("/v1/assemble", json=body).json()["detail"]
+            assert detail.lower().count("valid") == 1 and detail.count("tool_policy") == 1, detail

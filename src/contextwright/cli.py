@@ -324,9 +324,9 @@ if typer is not None:
                 q = query if query is not None else item.query
                 if not q and not item.id and n == 0:
                     warn_no_query(file, assembler)
-                bar.advance(n)
                 if dry_run:
                     print_plan(assembler.plan(q, item.chunks, history=turns), item.id, q, as_json=as_json)
+                    bar.advance(n + 1)
                     continue
                 ctx = assembler.assemble(q, item.chunks, history=turns, tools=outputs, previous=before)
                 if as_json:
@@ -346,6 +346,7 @@ if typer is not None:
                         err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")
                 if report:
                     print_report(ctx)
+                bar.advance(n + 1)
             bar.stop()
         except ContextwrightError as exc:
             fail(str(exc))
@@ -353,18 +354,25 @@ if typer is not None:
             logging.getLogger("contextwright").removeHandler(handler)
 
     class QueryProgress:
-        """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY)."""
+        """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY).
+
+        ``advance(done)`` is called after each query; the bar appears from the second one, and
+        ``stop()`` leaves one line with the full count and the time taken.
+        """
 
         def __init__(self, *, enabled: bool) -> None:
+            import time
+
             self.enabled = enabled
             self.bar: Any = None
+            self.done = 0
+            self.start = time.perf_counter()
 
         def advance(self, done: int) -> None:
-            if not self.enabled:
-                return
+            self.done = done
+            if not self.enabled or done < 2:
+                return  # one query needs no bar
             if self.bar is None:
-                if done == 0:
-                    return  # one query needs no bar
                 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
                 self.bar = Progress(
@@ -375,13 +383,18 @@ if typer is not None:
                     transient=True,
                     redirect_stdout=False,  # the results go to stdout untouched, the bar to stderr
                 )
+                self.task = self.bar.add_task("assemble", total=None, completed=done)
                 self.bar.start()
-                self.task = self.bar.add_task("assemble", total=None)
             self.bar.update(self.task, completed=done)
 
         def stop(self) -> None:
-            if self.bar is not None:
-                self.bar.stop()
+            if self.bar is None:
+                return
+            import time
+
+            elapsed = time.perf_counter() - self.start
+            self.bar.stop()
+            err.print(f"assembled {self.done:,} queries in {elapsed:.1f} s", highlight=False)
 
     def warn_no_query(file: str, assembler: Any) -> None:
         """Say on stderr that a list of chunks is assembled without a query."""
@@ -509,7 +522,9 @@ if typer is not None:
             config = get_preset(name)
             stages = " → ".join(str(s.get("type")) for s in config.get("stages", []))
             fmt = config.get("format", "xml")
-            table.add_row(name, stages, fmt if isinstance(fmt, str) else str(fmt.get("type")), description)
+            shown = fmt if isinstance(fmt, str) else str(fmt.get("type"))
+            # Plain text: "[n]" in a description is a citation label, not Rich markup.
+            table.add_row(escape(name), escape(stages), escape(shown), escape(description))
         Console(highlight=False).print(table)
 
     @app.command("models")
@@ -610,7 +625,12 @@ if typer is not None:
         format: FormatOpt = None,
         order: OrderOpt = None,
         tokenizer: TokenizerOpt = None,
-        item: Annotated[int, typer.Option("--item", help="Which query of a query file (0-based).")] = 0,
+        item: Annotated[
+            int | None,
+            typer.Option(
+                "--item", help="Which query of a query file (0-based; default: the first, said so)."
+            ),
+        ] = None,
         store: StoreOpt = None,
         db: DbOpt = None,
     ) -> None:
@@ -629,12 +649,21 @@ if typer is not None:
                 order=order,
                 store=store_flag(store, db),
             )
-            items = list(read_items(file, limit=item + 1))
-            if item < 0 or item >= len(items):
+            chosen = 0 if item is None else item
+            items = list(read_items(file, limit=max(chosen + 1, 2)))
+            if chosen < 0 or chosen >= len(items):
                 fail(
-                    f"--item {item} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}."
+                    f"--item {chosen} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}."
                 )
-            job = items[item]
+            job = items[chosen]
+            if item is None and len(items) > 1:
+                name = "stdin" if file == "-" else file
+                which = f"{job.id} · {job.query}" if job.id else job.query
+                err.print(
+                    f"note: {escape(name)} holds several queries; inspecting the first "
+                    f"({escape(which[:80])}). Pick another with --item N (0-based).",
+                    highlight=False,
+                )
             q = query if query is not None else job.query
             ctx = assembler.assemble(q, job.chunks)
             options = {"preset": preset, "model": model, "budget": budget, "format": format, "order": order}
@@ -839,7 +868,8 @@ if typer is not None:
     @app.command("dedup-corpus")
     def dedup_corpus_cmd(
         corpus: Annotated[
-            str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with 'text' (and 'id').")
+            str,
+            typer.Argument(help="Corpus of chunks with 'text' (and 'id'): JSONL or a JSON array, .gz too."),
         ],
         out: Annotated[
             str | None, typer.Option(help="Write the pairs here as JSONL {a, b, a_pos, b_pos, jaccard}.")
@@ -866,18 +896,11 @@ if typer is not None:
         found: dict[int, tuple[str, str]] = {}
 
         def reread(positions: set[int]) -> dict[int, str]:
-            import gzip
+            from contextwright.io import read_records
 
-            opener: Any = gzip.open if corpus.endswith(".gz") else open
-            pos = -1
-            with opener(corpus, "rt", encoding="utf-8") as f:
-                for line in f:
-                    if not line.strip():
-                        continue
-                    pos += 1
-                    if pos in positions:
-                        row = json.loads(line)
-                        found[pos] = (str(row.get("id", pos)), row["text"])
+            for pos, record in enumerate(read_records(corpus, need="chunks", command="dedup-corpus")):
+                if pos in positions:
+                    found[pos] = (str(record.data.get("id", pos)), record.data["text"])
             return {p: t for p, (_, t) in found.items()}
 
         try:
@@ -1133,7 +1156,7 @@ if typer is not None:
         reader_cache: Annotated[
             str | None,
             typer.Option(
-                help="SQLite file of cached replies (default ~/.cache/contextwright/reader.sqlite)."
+                help="SQLite file of cached replies (default: reader.sqlite in ~/.cache/contextwright)."
             ),
         ] = None,
         reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
@@ -1159,10 +1182,8 @@ if typer is not None:
     ) -> None:
         """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
 
-        With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy,
-        the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk,
-        so an interrupted run resumes where it stopped.
-        """
+        With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy, the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk, so an interrupted run resumes where it stopped.
+        """  # one line per paragraph: the help reflows it to the terminal's width
         import logging
 
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
