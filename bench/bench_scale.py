@@ -169,7 +169,7 @@ def bench_stores(corpus: Path, facts: dict[str, Any], work: Path, pg_dsn: str | 
     db = work / f"scale_{n}.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
-    secs, _ = _cli("index", str(corpus), "--db", f"sqlite:///{db}")
+    secs, _ = _cli("index", str(corpus), "--store", f"sqlite:///{db}")
     size = sum(Path(str(db) + s).stat().st_size for s in ("", "-wal") if Path(str(db) + s).exists())
     with SQLiteStore(db) as store:
         assert store.count() == n, store.count()
@@ -182,7 +182,7 @@ def bench_stores(corpus: Path, facts: dict[str, Any], work: Path, pg_dsn: str | 
         table = f"scale_{n}"
         with PostgresStore(pg_dsn, table=table) as store:
             store.drop_table()
-        secs, _ = _cli("index", str(corpus), "--db", pg_dsn, "--table", table)
+        secs, _ = _cli("index", str(corpus), "--store", pg_dsn, "--table", table)
         with PostgresStore(pg_dsn, table=table, timeout_s=10.0) as store:
             assert store.count() == n
             size = store._run(f"SELECT pg_total_relation_size('{table}')", what="size")[0][0]

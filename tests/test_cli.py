@@ -81,7 +81,7 @@ def test_bad_option_exits_2() -> None:
     result = runner.invoke(app, ["assemble", str(EXAMPLE), "--budget", "50", "--order", "random"])
     assert result.exit_code == 2 and "unknown order 'random'" in result.stderr
     result = runner.invoke(app, ["assemble", str(EXAMPLE)])
-    assert result.exit_code == 2 and "pass budget=" in result.stderr
+    assert result.exit_code == 2 and "pass --budget N" in result.stderr
 
 
 def test_report_table_goes_to_stderr() -> None:
@@ -177,7 +177,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "small_corpus.jsonl"
 
 def test_index_loads_the_shared_corpus_into_sqlite(corpus_path: Path, tmp_path: Path) -> None:
     db = tmp_path / "nq.db"
-    result = runner.invoke(app, ["index", str(corpus_path), "--db", f"sqlite:///{db}"])
+    result = runner.invoke(app, ["index", str(corpus_path), "--store", f"sqlite:///{db}"])
     assert result.exit_code == 0, result.output
     assert f"indexed 3,759 chunks into sqlite:///{db} (table chunks, 3,759 in total) in " in result.stdout
     with SQLiteStore(db) as store:
@@ -188,7 +188,7 @@ def test_index_loads_the_shared_corpus_into_sqlite(corpus_path: Path, tmp_path: 
 def test_indexing_again_replaces_rather_than_duplicates(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'small.db'}"
     for _ in range(2):
-        result = runner.invoke(app, ["index", str(FIXTURE), "--db", url, "--table", "docs"])
+        result = runner.invoke(app, ["index", str(FIXTURE), "--store", url, "--table", "docs"])
         assert result.exit_code == 0, result.output
         assert "indexed 5 chunks" in result.stdout
         assert "(table docs, 5 in total)" in result.stdout
@@ -199,7 +199,7 @@ def test_indexing_again_replaces_rather_than_duplicates(tmp_path: Path) -> None:
 def test_index_reads_gzip_and_relative_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "small.jsonl.gz").write_bytes(gzip.compress(FIXTURE.read_bytes()))
-    result = runner.invoke(app, ["index", "small.jsonl.gz", "--db", "sqlite:///rel.db"])
+    result = runner.invoke(app, ["index", "small.jsonl.gz", "--store", "sqlite:///rel.db"])
     assert result.exit_code == 0, result.output
     with SQLiteStore(tmp_path / "rel.db") as store:
         assert store.count() == 5
@@ -210,14 +210,14 @@ def test_index_reads_gzip_and_relative_sqlite_urls(tmp_path: Path, monkeypatch: 
     [
         ("missing.jsonl", "sqlite:///x.db", r"input file 'missing.jsonl' does not exist"),
         (str(FIXTURE), "mysql://host/db", r"unknown store URL 'mysql://host/db'"),
-        (str(FIXTURE), "memory://", r"--db memory:// keeps nothing once the command exits"),
+        (str(FIXTURE), "memory://", r"--store memory:// keeps nothing once the command exits"),
     ],
 )
 def test_index_fails_with_exit_code_2_and_a_readable_message(
     corpus: str, db: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["index", corpus, "--db", db])
+    result = runner.invoke(app, ["index", corpus, "--store", db])
     assert result.exit_code == 2
     assert message in " ".join(result.stderr.split())
 
@@ -227,7 +227,7 @@ def test_index_names_the_line_without_doc_id_and_loads_nothing(tmp_path: Path) -
     bad.write_text(
         FIXTURE.read_text(encoding="utf-8") + '{"id": "x", "text": "no position"}\n', encoding="utf-8"
     )
-    result = runner.invoke(app, ["index", str(bad), "--db", f"sqlite:///{tmp_path / 'b.db'}"])
+    result = runner.invoke(app, ["index", str(bad), "--store", f"sqlite:///{tmp_path / 'b.db'}"])
     assert result.exit_code == 2
     assert "bad.jsonl:7: chunk 'x' has no doc_id/index" in " ".join(result.stderr.split())
     with SQLiteStore(tmp_path / "b.db") as store:
@@ -239,7 +239,7 @@ def test_index_loads_into_postgres(pg_dsn: str) -> None:
     pytest.importorskip("psycopg")
     table = f"cw_cli_{uuid.uuid4().hex[:12]}"
     try:
-        result = runner.invoke(app, ["index", str(FIXTURE), "--db", pg_dsn, "--table", table])
+        result = runner.invoke(app, ["index", str(FIXTURE), "--store", pg_dsn, "--table", table])
         assert result.exit_code == 0, result.output
         assert f"(table {table}, 5 in total)" in result.stdout
         assert f"into {redact_url(pg_dsn)} " in result.stdout  # never the password
@@ -252,7 +252,7 @@ def test_index_loads_into_postgres(pg_dsn: str) -> None:
 
 def test_assemble_with_a_store_adds_neighbours(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'small.db'}"
-    assert runner.invoke(app, ["index", str(FIXTURE), "--db", url]).exit_code == 0
+    assert runner.invoke(app, ["index", str(FIXTURE), "--store", url]).exit_code == 0
     chunks = tmp_path / "hits.json"
     hit = {
         "id": "rontgen:1",

@@ -57,11 +57,11 @@ def test_every_command_reads_arrays_jsonl_gzip_and_stdin(tmp_path: Path) -> None
         )
         assert out.exit_code == 0 and page.exists(), (form, out.output)
     for form, path in _forms(tmp_path, corpus, "corpus").items():
-        out = runner.invoke(app, ["index", str(path), "--db", f"sqlite:///{tmp_path / 'c.db'}"])
+        out = runner.invoke(app, ["index", str(path), "--store", f"sqlite:///{tmp_path / 'c.db'}"])
         assert out.exit_code == 0, (form, out.output)
         assert f"indexed {len(corpus)} chunks" in out.stdout
     piped = runner.invoke(
-        app, ["index", "-", "--db", f"sqlite:///{tmp_path / 's.db'}"], input=CORPUS.read_text()
+        app, ["index", "-", "--store", f"sqlite:///{tmp_path / 's.db'}"], input=CORPUS.read_text()
     )
     assert piped.exit_code == 0 and f"indexed {len(corpus)} chunks" in piped.stdout
     piped = runner.invoke(app, ["assemble", "-", "-q", "q", "--budget", "300"], input=json.dumps(chunks))
@@ -85,7 +85,7 @@ def test_eval_reads_a_json_array_and_stdin(tmp_path: Path) -> None:
 def test_the_wrong_shape_names_what_was_found_and_what_the_command_needs(tmp_path: Path) -> None:
     queries = tmp_path / "queries.jsonl"
     queries.write_text(json.dumps({"question": "q", "chunks": [{"text": "a"}]}) + "\n", encoding="utf-8")
-    out = runner.invoke(app, ["index", str(queries), "--db", f"sqlite:///{tmp_path / 'x.db'}"])
+    out = runner.invoke(app, ["index", str(queries), "--store", f"sqlite:///{tmp_path / 'x.db'}"])
     message = " ".join(out.stderr.split())
     assert out.exit_code == 2
     assert "index needs chunks" in message and "holds queries (objects with a 'chunks' list)" in message
@@ -221,9 +221,9 @@ def _run_with_tty_stderr(args: list[str], cwd: Path) -> tuple[bytes, bytes]:
 
 
 def test_index_shows_a_progress_bar_on_a_tty_and_nothing_when_piped(tmp_path: Path) -> None:
-    _, tty = _run_with_tty_stderr(["index", str(CORPUS), "--db", f"sqlite:///{tmp_path / 'a.db'}"], tmp_path)
+    _, tty = _run_with_tty_stderr(["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'a.db'}"], tmp_path)
     assert b"indexing" in tty
-    piped = runner.invoke(app, ["index", str(CORPUS), "--db", f"sqlite:///{tmp_path / 'b.db'}"])
+    piped = runner.invoke(app, ["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'b.db'}"])
     assert piped.exit_code == 0 and piped.stderr == ""
 
 

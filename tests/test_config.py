@@ -130,3 +130,34 @@ def test_unknown_top_level_config_keys_are_rejected_naming_the_valid_keys(key: s
         pipeline_from_config({"stages": [{"type": "exact_dedup"}], key: 1})
     with pytest.raises(ConfigError, match=rf"'{key}'"):
         pipeline_from_config({"preset": "qa", key: "x"})
+
+
+@pytest.mark.parametrize("order", ["prior_order", "score_order", "bookend_order", "auto_order"])
+def test_order_override_replaces_every_kind_of_order_stage(order: str) -> None:
+    # prior_order was missing from a hand-kept list once, and order= then added a second order stage.
+    config = {"stages": [{"type": "exact_dedup"}, {"type": order}, {"type": "token_budget"}]}
+    pipe = pipeline_from_config(config, order="relevance")
+    assert [s.name for s in pipe.stages] == ["exact_dedup", "score_order", "token_budget"]
+
+
+def test_order_stages_are_marked_on_their_class() -> None:
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from contextwright.stages.base import is_order_stage, registered_stages
+
+    marked = {name for name, cls in registered_stages().items() if is_order_stage(cls)}
+    in_order_module = {n for n, c in registered_stages().items() if c.__module__.endswith("stages.order")}
+    assert marked == in_order_module  # every stage of the order family, and no other (stable_order keeps
+    assert "prior_order" in marked and "stable_order" not in marked  # blocks, it does not place them)
+
+    @dataclass(frozen=True)
+    class MyOrder:  # a user's own order stage is recognised by its mark alone
+        name: ClassVar[str] = "my_order_for_test"
+        requires: ClassVar[tuple[str, ...]] = ()
+        kind: ClassVar[str] = "order"
+
+        def __call__(self, chunks: object) -> object:
+            raise NotImplementedError
+
+    assert is_order_stage(MyOrder()) and is_order_stage(ScoreOrder)

@@ -163,7 +163,7 @@ def test_open_store_read_mode_fails_for_a_missing_file_or_table(tmp_path: Path) 
     with pytest.raises(ConfigError) as info:
         open_store(f"sqlite:///{typo}")
     assert f"chunk store {str(typo)!r} does not exist" in str(info.value)
-    assert f"contextwright index CORPUS.jsonl --db sqlite:///{typo}" in str(info.value)
+    assert f"contextwright index CORPUS.jsonl --store sqlite:///{typo}" in str(info.value)
     assert not typo.exists()  # reading never creates a store
 
     other = tmp_path / "other.db"
@@ -204,7 +204,7 @@ def test_cli_assemble_with_a_typo_store_fails_naming_the_path_and_index(tmp_path
     assert f"chunk store '{typo}' does not exist" in message and "contextwright index" in message
     assert not typo.exists()
     corpus = REPO / "tests" / "fixtures" / "small_corpus.jsonl"
-    made = runner.invoke(app, ["index", str(corpus), "--db", f"sqlite:///{typo}"])
+    made = runner.invoke(app, ["index", str(corpus), "--store", f"sqlite:///{typo}"])
     assert made.exit_code == 0, made.output
     ok = runner.invoke(
         app, ["assemble", str(EXAMPLE), "--budget", "300", "--store", f"sqlite:///{typo}", "--expand", "1"]

@@ -223,7 +223,7 @@ def test_small_holes_are_4xx_naming_the_fix(server: tuple[str, int]) -> None:
         assert r.status_code == 422 and "assistant" in r.text
         r = c.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, "base_url": "http://x"})
         assert r.status_code == 422 and r.json()["loc"] == ["body", "base_url"]
-        assert "valid keys: " in r.json()["detail"].lower() and "chunks" in r.json()["detail"]
+        assert "valid fields: " in r.json()["detail"].lower() and "chunks" in r.json()["detail"]
         r = c.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, "config": {"base_url": "http://x"}})
         assert r.status_code == 422 and "valid keys" in r.json()["detail"].lower()
         for name in ("gpt2", "p50k_base", "r50k_base"):

@@ -67,7 +67,7 @@ if typer is not None:
     def fail(message: str) -> NoReturn:
         """Print a readable error and exit with code 2 (bad input or options)."""
         # The message is plain text: "[offline]" in an install hint must print as written.
-        err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+        err.print(f"[bold red]error:[/] {escape(cli_words(message))}", highlight=False, markup=True)
         raise typer.Exit(2)
 
     def _csv(value: str | None) -> list[str]:
@@ -98,6 +98,63 @@ if typer is not None:
         typer.Option(help="Chunk store URL for expansion: sqlite:///nq.db, postgresql://..., memory://."),
     ]
 
+    def check_budget_and_model(budget: int | None, model: str | None) -> None:
+        """The library's budget/model errors in the CLI's words (flags, not Python arguments)."""
+        if budget is None and model is None:
+            fail(
+                "pass --budget N (the documents budget in tokens) or --model NAME (derives it from the "
+                "model's context window), e.g. --budget 1000 or --model gpt-4o-mini."
+            )
+        if model is None:
+            return
+        import difflib
+
+        from contextwright.budget import get_model, list_models
+        from contextwright.errors import ConfigError
+
+        try:
+            get_model(model)
+        except ConfigError:
+            close = difflib.get_close_matches(model.lower(), [m.name for m in list_models()], n=3, cutoff=0.5)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            fail(
+                f"--model {model!r} is not a known model.{hint} Pass --budget N (and --tokenizer) "
+                "instead; the known models: contextwright models."
+            )
+
+    def cli_words(message: str) -> str:
+        """A library message with its Python arguments named as this CLI's flags."""
+        return message.replace("pass tokenizer='chars'", "pass --tokenizer chars")
+
+    # The one store flag is --store; --db (index's old name) still works, with a hint.
+    DbOpt = Annotated[str | None, typer.Option("--db", hidden=True, help="The old name of --store.")]
+
+    def store_flag(store: str | None, db: str | None) -> str | None:
+        """The store URL from --store, or from --db with a hint that the flag is --store."""
+        if db is None:
+            return store
+        if store is not None and store != db:
+            fail(f"--store {store!r} and --db {db!r} name two stores; pass one, as --store URL.")
+        err.print(
+            "[yellow]note:[/] the store flag is --store (as in assemble, index, batch); --db works too."
+        )
+        return db
+
+    def new_sqlite_file(url: str) -> Path | None:
+        """The file a sqlite:/// URL would create, when it does not exist yet."""
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() != "sqlite" or not rest.startswith("/") or rest in ("/", "/:memory:"):
+            return None
+        path = Path(rest[1:])
+        return None if path.exists() else path
+
+    def remove_sqlite_file(path: Path | None) -> None:
+        """Remove a database file this command created (and SQLite's side files), if any."""
+        if path is None:
+            return
+        for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+            p.unlink(missing_ok=True)
+
     def build_assembler(
         preset: str,
         *,
@@ -116,6 +173,7 @@ if typer is not None:
         """An Assembler from command-line options, with the resources they name."""
         from contextwright.assembler import Assembler
 
+        check_budget_and_model(budget, model)
         resources: dict[str, Any] = {}
         config: Any = preset
         if expand is not None:
@@ -167,6 +225,7 @@ if typer is not None:
         ] = False,
         limit: Annotated[int | None, typer.Option(help="Assemble at most this many queries.")] = None,
         store: StoreOpt = None,
+        db: DbOpt = None,
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
@@ -222,6 +281,7 @@ if typer is not None:
     ) -> None:
         """Assemble the context for chunks (or for each query of a query file)."""
         import json
+        import logging
 
         from contextwright.errors import ContextwrightError
         from contextwright.io import read_items
@@ -231,6 +291,7 @@ if typer is not None:
             fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
         if tools is not None and tool_tokens <= 0:
             fail("--tools needs --tool-tokens N: the tokens the tool outputs may use (e.g. 1000).")
+        handler = warnings_once()  # the library's warnings (budget 0, ...) on stderr, once each
         try:
             extra: dict[str, Any] = {}
             if fusion is not None:
@@ -246,7 +307,7 @@ if typer is not None:
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
-                store=store,
+                store=store_flag(store, db),
                 expand=expand,
                 embedder=embedder,
                 output_tokens=output_tokens,
@@ -263,9 +324,9 @@ if typer is not None:
                 q = query if query is not None else item.query
                 if not q and not item.id and n == 0:
                     warn_no_query(file, assembler)
-                bar.advance(n)
                 if dry_run:
                     print_plan(assembler.plan(q, item.chunks, history=turns), item.id, q, as_json=as_json)
+                    bar.advance(n + 1)
                     continue
                 ctx = assembler.assemble(q, item.chunks, history=turns, tools=outputs, previous=before)
                 if as_json:
@@ -276,30 +337,42 @@ if typer is not None:
                 else:
                     if item.id:
                         out.print(f"{'' if n == 0 else chr(10)}# {item.id} · {q}", markup=False)
-                    sys.stdout.write(ctx.text + "\n")
+                    # The context always ends its line, so the summary on stderr starts a line of its own.
+                    sys.stdout.write(ctx.text if ctx.text.endswith("\n") else ctx.text + "\n")
                     sys.stdout.flush()
-                    err.print(f"[dim]{escape(ctx.report.summary())}[/]")
+                    if not report:  # --report's table has the summary as its title: say it once
+                        err.print(f"[dim]{escape(ctx.report.summary())}[/]")
                     if ctx.report.history is not None:
                         err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")
                 if report:
                     print_report(ctx)
+                bar.advance(n + 1)
             bar.stop()
         except ContextwrightError as exc:
             fail(str(exc))
+        finally:
+            logging.getLogger("contextwright").removeHandler(handler)
 
     class QueryProgress:
-        """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY)."""
+        """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY).
+
+        ``advance(done)`` is called after each query; the bar appears from the second one, and
+        ``stop()`` leaves one line with the full count and the time taken.
+        """
 
         def __init__(self, *, enabled: bool) -> None:
+            import time
+
             self.enabled = enabled
             self.bar: Any = None
+            self.done = 0
+            self.start = time.perf_counter()
 
         def advance(self, done: int) -> None:
-            if not self.enabled:
-                return
+            self.done = done
+            if not self.enabled or done < 2:
+                return  # one query needs no bar
             if self.bar is None:
-                if done == 0:
-                    return  # one query needs no bar
                 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
                 self.bar = Progress(
@@ -310,13 +383,18 @@ if typer is not None:
                     transient=True,
                     redirect_stdout=False,  # the results go to stdout untouched, the bar to stderr
                 )
+                self.task = self.bar.add_task("assemble", total=None, completed=done)
                 self.bar.start()
-                self.task = self.bar.add_task("assemble", total=None)
             self.bar.update(self.task, completed=done)
 
         def stop(self) -> None:
-            if self.bar is not None:
-                self.bar.stop()
+            if self.bar is None:
+                return
+            import time
+
+            elapsed = time.perf_counter() - self.start
+            self.bar.stop()
+            err.print(f"assembled {self.done:,} queries in {elapsed:.1f} s", highlight=False)
 
     def warn_no_query(file: str, assembler: Any) -> None:
         """Say on stderr that a list of chunks is assembled without a query."""
@@ -444,7 +522,9 @@ if typer is not None:
             config = get_preset(name)
             stages = " → ".join(str(s.get("type")) for s in config.get("stages", []))
             fmt = config.get("format", "xml")
-            table.add_row(name, stages, fmt if isinstance(fmt, str) else str(fmt.get("type")), description)
+            shown = fmt if isinstance(fmt, str) else str(fmt.get("type"))
+            # Plain text: "[n]" in a description is a citation label, not Rich markup.
+            table.add_row(escape(name), escape(stages), escape(shown), escape(description))
         Console(highlight=False).print(table)
 
     @app.command("models")
@@ -545,8 +625,14 @@ if typer is not None:
         format: FormatOpt = None,
         order: OrderOpt = None,
         tokenizer: TokenizerOpt = None,
-        item: Annotated[int, typer.Option("--item", help="Which query of a query file (0-based).")] = 0,
+        item: Annotated[
+            int | None,
+            typer.Option(
+                "--item", help="Which query of a query file (0-based; default: the first, said so)."
+            ),
+        ] = None,
         store: StoreOpt = None,
+        db: DbOpt = None,
     ) -> None:
         """Write a self-contained HTML page showing how one context was assembled."""
         from contextwright.errors import ContextwrightError
@@ -561,14 +647,23 @@ if typer is not None:
                 tokenizer=tokenizer,
                 format=format,
                 order=order,
-                store=store,
+                store=store_flag(store, db),
             )
-            items = list(read_items(file, limit=item + 1))
-            if item < 0 or item >= len(items):
+            chosen = 0 if item is None else item
+            items = list(read_items(file, limit=max(chosen + 1, 2)))
+            if chosen < 0 or chosen >= len(items):
                 fail(
-                    f"--item {item} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}."
+                    f"--item {chosen} is out of range: the input holds {len(items)} quer{'y' if len(items) == 1 else 'ies'}."
                 )
-            job = items[item]
+            job = items[chosen]
+            if item is None and len(items) > 1:
+                name = "stdin" if file == "-" else file
+                which = f"{job.id} · {job.query}" if job.id else job.query
+                err.print(
+                    f"note: {escape(name)} holds several queries; inspecting the first "
+                    f"({escape(which[:80])}). Pick another with --item N (0-based).",
+                    highlight=False,
+                )
             q = query if query is not None else job.query
             ctx = assembler.assemble(q, job.chunks)
             options = {"preset": preset, "model": model, "budget": budget, "format": format, "order": order}
@@ -593,10 +688,15 @@ if typer is not None:
         corpus: Annotated[
             str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with doc_id and index.")
         ],
-        db: Annotated[
-            str,
-            typer.Option("--db", help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://..."),
-        ] = "sqlite:///contextwright.db",
+        store: Annotated[
+            str | None,
+            typer.Option(
+                "--store",
+                help="Store URL: sqlite:///nq.db, sqlite:////abs/path.db, postgresql://... "
+                "(default sqlite:///contextwright.db).",
+            ),
+        ] = None,
+        db: DbOpt = None,
         table: Annotated[str, typer.Option(help="Table name in the store.")] = "chunks",
     ) -> None:
         """Load a chunk corpus into a store (for neighbour expansion), in one transaction."""
@@ -607,14 +707,17 @@ if typer is not None:
         from contextwright.errors import ContextwrightError
         from contextwright.stores import open_store, redact_url
 
-        if db.lower().startswith("memory://"):
+        url = store_flag(store, db) or "sqlite:///contextwright.db"
+        if url.lower().startswith("memory://"):
             fail(
-                "--db memory:// keeps nothing once the command exits; use sqlite:///path.db or postgresql://..."
+                "--store memory:// keeps nothing once the command exits; use sqlite:///path.db or "
+                "postgresql://..."
             )
+        new_file = new_sqlite_file(url)
         start = time.perf_counter()
         try:
             with (
-                open_store(db, mode="create", table=table) as chunk_store,
+                open_store(url, mode="create", table=table) as chunk_store,
                 Progress(
                     TextColumn("indexing"),
                     BarColumn(),
@@ -637,10 +740,14 @@ if typer is not None:
                 count = chunk_store.load_jsonl(corpus, progress=progress)
                 stored = chunk_store.count()
         except ContextwrightError as exc:
+            remove_sqlite_file(new_file)  # a refused index leaves no empty database behind
             fail(str(exc))
+        except BaseException:
+            remove_sqlite_file(new_file)
+            raise
         elapsed = time.perf_counter() - start
         Console(highlight=False, soft_wrap=True).print(
-            f"indexed {count:,} chunks into {redact_url(db)} (table {table}, {stored:,} in total) "
+            f"indexed {count:,} chunks into {redact_url(url)} (table {table}, {stored:,} in total) "
             f"in {elapsed:.2f} s"
         )
 
@@ -676,6 +783,7 @@ if typer is not None:
         order: OrderOpt = None,
         tokenizer: TokenizerOpt = None,
         store: StoreOpt = None,
+        db: DbOpt = None,
         expand: Annotated[
             int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
         ] = None,
@@ -704,10 +812,12 @@ if typer is not None:
 
         if engine not in ("local", "ray"):
             fail(f"--engine must be local or ray; got {engine!r}.")
+        store = store_flag(store, db)
         if expand is not None and store is None:
             fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
         if out_format not in (None, "jsonl", "jsonl.gz", "parquet"):
             fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
+        check_budget_and_model(budget, model)
         settings = BatchSettings(
             preset=preset,
             model=model,
@@ -758,7 +868,8 @@ if typer is not None:
     @app.command("dedup-corpus")
     def dedup_corpus_cmd(
         corpus: Annotated[
-            str, typer.Argument(help="JSONL(.gz) corpus, one chunk per line with 'text' (and 'id').")
+            str,
+            typer.Argument(help="Corpus of chunks with 'text' (and 'id'): JSONL or a JSON array, .gz too."),
         ],
         out: Annotated[
             str | None, typer.Option(help="Write the pairs here as JSONL {a, b, a_pos, b_pos, jaccard}.")
@@ -785,18 +896,11 @@ if typer is not None:
         found: dict[int, tuple[str, str]] = {}
 
         def reread(positions: set[int]) -> dict[int, str]:
-            import gzip
+            from contextwright.io import read_records
 
-            opener: Any = gzip.open if corpus.endswith(".gz") else open
-            pos = -1
-            with opener(corpus, "rt", encoding="utf-8") as f:
-                for line in f:
-                    if not line.strip():
-                        continue
-                    pos += 1
-                    if pos in positions:
-                        row = json.loads(line)
-                        found[pos] = (str(row.get("id", pos)), row["text"])
+            for pos, record in enumerate(read_records(corpus, need="chunks", command="dedup-corpus")):
+                if pos in positions:
+                    found[pos] = (str(record.data.get("id", pos)), record.data["text"])
             return {p: t for p, (_, t) in found.items()}
 
         try:
@@ -966,6 +1070,35 @@ if typer is not None:
             err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
         return dataclasses.replace(result, reader=measured)
 
+    def warnings_once() -> Any:
+        """A handler on the ``contextwright`` logger that prints each distinct warning once on stderr.
+
+        A stage warns once per call; over hundreds of queries, each distinct warning is shown once.
+        The caller removes it (``logging.getLogger("contextwright").removeHandler``).
+        """
+        import logging
+
+        seen: set[tuple[str, str]] = set()
+
+        class Once(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                key = (record.name, record.getMessage())
+                if key not in seen:
+                    seen.add(key)
+                    err.print(f"[yellow]warning:[/] {escape(key[1])} [dim](shown once)[/]", highlight=False)
+
+        handler = Once(logging.WARNING)
+        logging.getLogger("contextwright").addHandler(handler)
+        return handler
+
+    def print_uncut(table: Any) -> None:
+        """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut."""
+        out = Console(highlight=False)
+        needed = out.measure(table, options=out.options.update_width(1_000)).maximum
+        if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
+            out = Console(highlight=False, width=needed)
+        out.print(table)
+
     # -- eval (contextwright.eval) ---------------------------------------------
 
     @app.command("eval")
@@ -1023,7 +1156,7 @@ if typer is not None:
         reader_cache: Annotated[
             str | None,
             typer.Option(
-                help="SQLite file of cached replies (default ~/.cache/contextwright/reader.sqlite)."
+                help="SQLite file of cached replies (default: reader.sqlite in ~/.cache/contextwright)."
             ),
         ] = None,
         reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
@@ -1041,15 +1174,16 @@ if typer is not None:
         ] = None,
         wide: Annotated[
             bool,
-            typer.Option("--wide", help="Print every metric (default: the headline metrics, 80 columns)."),
+            typer.Option(
+                "--wide",
+                help="Print every metric and reader column (default: the headline ones, 80 columns).",
+            ),
         ] = False,
     ) -> None:
         """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
 
-        With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy,
-        the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk,
-        so an interrupted run resumes where it stopped.
-        """
+        With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy, the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk, so an interrupted run resumes where it stopped.
+        """  # one line per paragraph: the help reflows it to the terminal's width
         import logging
 
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -1065,18 +1199,7 @@ if typer is not None:
         if engine not in ("local", "ray"):
             fail(f"--engine must be local or ray; got {engine!r}.")
         names: list[str] = _csv(strategy) if strategy else default_strategies()
-        # A stage warns once per call; over hundreds of queries, show each distinct warning once.
-        seen: set[tuple[str, str]] = set()
-
-        class Once(logging.Handler):
-            def emit(self, record: logging.LogRecord) -> None:
-                key = (record.name, record.getMessage())
-                if key not in seen:
-                    seen.add(key)
-                    err.print(f"[yellow]warning:[/] {escape(key[1])} [dim](shown once)[/]", highlight=False)
-
-        handler = Once(logging.WARNING)
-        logging.getLogger("contextwright").addHandler(handler)
+        handler = warnings_once()
         try:
             queries = load_queries(data, limit=limit)
             with Progress(
@@ -1127,16 +1250,11 @@ if typer is not None:
                 err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
             for name, note in result.notes.items():
                 err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
-            table = render_table(result, wide=wide)
-            out = Console(highlight=False)
-            needed = out.measure(table, options=out.options.update_width(1_000)).maximum
-            if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
-                out = Console(highlight=False, width=needed)
-            out.print(table)
+            print_uncut(render_table(result, wide=wide))
             if result.reader is not None:
                 from contextwright.eval.report import render_reader_table
 
-                out.print(render_reader_table(result.reader))
+                print_uncut(render_reader_table(result.reader, wide=wide))
             meta = {"data": data}
             if json_out:
                 to_json(result, json_out, meta=meta)

@@ -23,7 +23,7 @@ from typing import Any
 from contextwright.errors import ConfigError, did_you_mean
 from contextwright.pipeline import Pipeline
 from contextwright.render.format import Format, format_to_dict, get_format
-from contextwright.stages.base import get_stage_class, stage_from_dict, stage_to_dict
+from contextwright.stages.base import get_stage_class, is_order_stage, stage_from_dict, stage_to_dict
 from contextwright.stages.order import order_stage
 
 __all__ = [
@@ -33,15 +33,6 @@ __all__ = [
     "pipeline_to_config",
     "register_preset",
 ]
-
-_ORDER_TYPES = {
-    "score_order",
-    "chronological_order",
-    "document_order",
-    "lost_in_the_middle_order",
-    "bookend_order",
-    "auto_order",
-}
 
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
@@ -218,7 +209,7 @@ def pipeline_from_config(
             raise ConfigError(f"stages[{i}]: {exc}") from None
     if order is not None:
         new = order_stage(order)
-        positions = [i for i, s in enumerate(stages) if s.name in _ORDER_TYPES]
+        positions = [i for i, s in enumerate(stages) if is_order_stage(s)]
         if positions:
             stages[positions[-1]] = new
         else:

@@ -276,21 +276,16 @@ def near_duplicate_pairs(
 
 
 def iter_texts(path: str, *, field: str = "text") -> Iterator[str]:
-    """The ``text`` of every line of a JSON Lines corpus (``.gz`` ok), in order."""
-    import gzip
-    import json
+    """The ``text`` of every chunk of a corpus, in order, through the one input reader.
 
+    JSON Lines, a JSON array of chunk objects, ``.gz`` of either, or Parquet:
+    what ``index`` and ``assemble`` accept.
+    """
     from contextwright.errors import InputError
+    from contextwright.io import read_records
 
-    opener: Any = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line).get(field)
-            except (json.JSONDecodeError, AttributeError):
-                raise InputError(f"{path}:{lineno}: not a JSON object.") from None
-            if not isinstance(value, str):
-                raise InputError(f"{path}:{lineno}: {field!r} must be a string; got {type(value).__name__}.")
-            yield value
+    for record in read_records(path, need="chunks", command="dedup-corpus"):
+        value = record.data.get(field)
+        if not isinstance(value, str):
+            raise InputError(f"{record.where}: {field!r} must be a string; got {type(value).__name__}.")
+        yield value

@@ -323,7 +323,10 @@ def _decode(raw: bytes, label: str, where: str) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where} of {label!r} is not UTF-8 text: {exc}.") from None
+        raise InputError(
+            f"{where} of {label!r} is not UTF-8 text: {exc}. Convert the file to UTF-8, e.g. "
+            "iconv -f latin1 -t utf-8 FILE > FILE.utf8 (name its real encoding after -f)."
+        ) from None
 
 
 def _whole(stream: Any, label: str) -> Iterator[tuple[str, Any, str | None]]:

@@ -150,6 +150,17 @@ def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]], empty: list
 
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})
 
+#: The render stage's note (and the logged warning) when the documents budget is 0.
+ZERO_BUDGET_NOTE = "budget 0: nothing fits a zero budget, so the context is empty; pass a budget > 0"
+
+
+def zero_budget_notes(budget: int, chunks: int) -> tuple[str, ...]:
+    """The zero-budget warning, logged and returned as a report note, when there was something to fit."""
+    if budget != 0 or chunks == 0:
+        return ()
+    logger.warning(ZERO_BUDGET_NOTE, extra={"budget": budget, "chunks": chunks})
+    return (ZERO_BUDGET_NOTE,)
+
 
 def _needs(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:
     """What ``stage`` receives: its ``requires`` (all present) and the ``optional`` ones that are."""
@@ -458,7 +469,7 @@ class Pipeline:
                 tokens_in=tokens_now,
                 tokens_out=total,
                 ms=(time.perf_counter() - start) * 1000,
-                notes=(f"format {self.format.name}",),
+                notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
             )
         )
         report = Report(

@@ -866,7 +866,7 @@ class PostgresStore(_LoaderMixin):
             elif self._run("SELECT to_regclass(%s)", (self.table,), what="look up table")[0][0] is None:
                 raise ConfigError(
                     f"PostgreSQL store {self._label} has no table {self.table!r}: nothing was indexed "
-                    f"there. Load it first with: contextwright index CORPUS.jsonl --db URL --table {self.table}"
+                    f"there. Load it first with: contextwright index CORPUS.jsonl --store URL --table {self.table}"
                 )
         except ContextwrightError:
             self._pool.close()
@@ -1057,7 +1057,7 @@ def redact_url(dsn: str) -> str:
 
 def _sqlite_must_exist(path: str, table: str) -> None:
     """Raise unless ``path`` is an SQLite file holding ``table`` (read mode: only ``index`` creates stores)."""
-    fix = f"Create it with: contextwright index CORPUS.jsonl --db sqlite:///{path}" + (
+    fix = f"Create it with: contextwright index CORPUS.jsonl --store sqlite:///{path}" + (
         "" if table == DEFAULT_TABLE else f" --table {table}"
     )
     if path == ":memory:":

@@ -333,7 +333,7 @@ class HFTokenizer:
             raise
         except Exception as exc:
             raise TokenizerError(
-                f"could not load Hugging Face tokenizer {str(source)!r}: {exc}. Download it "
+                f"could not load Hugging Face tokenizer {str(source)!r}: {str(exc).rstrip('. ')}. Download it "
                 "once where there is network (huggingface-cli download NAME tokenizer.json) "
                 "and pass the file's path, or set HF_HOME to a cache that holds it and "
                 "HF_HUB_OFFLINE=1."

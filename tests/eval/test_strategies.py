@@ -150,7 +150,7 @@ def test_config_file_strategy_is_named_after_the_file(tmp_path: Path) -> None:
 
 
 def test_unknown_strategy_lists_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match=r"unknown strategy 'nope'; valid: naive, greedy, .*qa"):
+    with pytest.raises(ConfigError, match=r"unknown strategy 'nope'\. Valid: naive, greedy, .*qa"):
         build_strategy("nope")
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "COLUMNS",
     "DEFINITIONS",
     "READER_DEFINITIONS",
+    "READER_HEADLINE",
     "render_html",
     "render_reader_table",
     "render_table",
@@ -220,24 +221,59 @@ def _reader_caption(reader: ReaderResult) -> str:
     )
 
 
-def render_reader_table(reader: ReaderResult, *, title: str | None = "Reader accuracy") -> Any:
+#: The headline columns of the compact reader table (``contextwright eval --reader`` without ``--wide``).
+READER_HEADLINE = ("n", "acc%", "95% CI", "Δ naive", "Δ 95% CI", "p")
+
+
+def _short_p(cell: str) -> str:
+    """A p-value cell of the compact table: ``<0.001`` instead of ``1.16e-06``."""
+    try:
+        return "<0.001" if float(cell) < 0.001 else cell
+    except ValueError:
+        return cell
+
+
+def render_reader_table(
+    reader: ReaderResult, *, title: str | None = "Reader accuracy", wide: bool = True
+) -> Any:
     """The reader summary as a Rich table, one row per strategy and budget.
+
+    ``wide=False`` keeps the :data:`READER_HEADLINE` columns (answered, accuracy
+    with its interval, Δ naive with its interval, p) in a borderless table that
+    fits 80 columns; the JSON and HTML reports always have every column.
 
     Raises:
         MissingDependencyError: without Rich (extra ``eval``).
     """
     try:
+        from rich import box
         from rich.markup import escape
         from rich.table import Table
     except ImportError:
         raise missing_extra("rich", "eval") from None
-    table = Table(title=title, caption=_reader_caption(reader), title_justify="left", caption_justify="left")
+    headers = list(READER_DEFINITIONS)
+    keep = [i for i, header in enumerate(headers) if wide or header in READER_HEADLINE]
+    caption = _reader_caption(reader)
+    if wide:
+        table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    else:
+        table = Table(
+            title=title,
+            caption=caption,
+            title_justify="left",
+            caption_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,  # two spaces between columns: the widest cells fit 80
+        )
     table.add_column("strategy", no_wrap=True)
-    table.add_column("budget", justify="right")
-    for header in READER_DEFINITIONS:
-        table.add_column(escape(header), justify="right")
+    table.add_column("budget", justify="right", no_wrap=True)
+    for i in keep:
+        table.add_column(escape(headers[i]), justify="right", no_wrap=True)
+    p_at = headers.index("p")
     for name, budget, cells in _reader_rows(reader):
-        table.add_row(escape(name), budget, *cells)
+        shown = [cells[i] if wide or i != p_at else _short_p(cells[i]) for i in keep]
+        table.add_row(escape(name), budget, *shown)
     if reader.sweep is not None:
         sw = reader.sweep
         table.caption = (table.caption or "") + (

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from contextwright.config import get_preset, list_presets, load_config_file, pipeline_from_config
-from contextwright.errors import ConfigError, TokenizerError
+from contextwright.errors import ConfigError, TokenizerError, did_you_mean
 from contextwright.tokens import CachedTokenizer
 
 __all__ = [
@@ -366,8 +366,8 @@ def build_strategy(spec: str | Path | Strategy) -> Strategy:
     if text in list_presets():
         return PipelineStrategy(text, get_preset(text))
     raise ConfigError(
-        f"unknown strategy {text!r}; valid: naive, greedy, {', '.join(list_presets())}, "
-        "or a path to a .toml/.json config file."
+        f"unknown strategy {text!r}.{did_you_mean(text, default_strategies())} Valid: naive, greedy, "
+        f"{', '.join(list_presets())}, or a path to a .toml/.json config file."
     )
 
 

@@ -229,9 +229,10 @@ def add_handlers(app: FastAPI) -> None:
             loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
             msg = str(e.get("msg", ""))
             if e.get("type") == "extra_forbidden":
-                msg = _unknown_field(request, loc) or msg
+                named = _unknown_field(request, loc)  # lists the valid fields itself
+                msg = named or msg
                 valid = VALID_KEYS.get(request.url.path)
-                if len(loc) == 2 and valid and "valid keys" not in msg.lower():
+                if named is None and len(loc) == 2 and valid:
                     msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
             errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
         # A union (chunks: a list or named lists) reports the alternative that did not apply as a

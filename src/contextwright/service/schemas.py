@@ -54,6 +54,14 @@ TEXT_ALIASES = ("text", "content", "page_content", "chunk", "passage")
 # -- responses (the same for every app) ----------------------------------------------
 
 
+class ProvenanceOut(BaseModel):
+    """One ranked list a fused chunk came from: its name, the 1-based rank and that list's score."""
+
+    list: str
+    rank: int
+    score: float
+
+
 class CitationOut(BaseModel):
     index: int
     label: str
@@ -76,6 +84,11 @@ class CitationOut(BaseModel):
     duplicates: list[str] = Field(default_factory=list, description="Ids of copies folded into the block.")
     also_at: list[dict[str, Any]] = Field(
         default_factory=list, description="Where each folded copy was: id, source, page, line."
+    )
+    provenance: list[ProvenanceOut] | None = Field(
+        None,
+        description="The ranked lists the block was fused from (named lists in the request), best "
+        "rank first; absent for a single list.",
     )
 
 
@@ -122,6 +135,15 @@ class HistoryOut(BaseModel):
     messages: list[MessageOut] = Field(description="The kept turns, oldest first, to send to the model.")
 
 
+class ToolsOut(BaseModel):
+    tokens: int
+    budget: int
+    kept: list[str] = Field(description="Names of the tool outputs in the section, in input order.")
+    truncated: list[str] = Field(description="Kept outputs cut at a line boundary.")
+    dropped: list[str] = Field(description="Outputs left out (they did not fit the tool zone).")
+    text: str = Field(description="The rendered tool-output section (empty when nothing fit).")
+
+
 class ReportOut(BaseModel):
     summary: str
     input_chunks: int
@@ -132,6 +154,12 @@ class ReportOut(BaseModel):
     zones: dict[str, int]
     stages: list[StageReportOut]
     history: HistoryOut | None = None
+    tools: ToolsOut | None = Field(None, description="The tool outputs fitted to their zone ('tools').")
+    stable_prefix_tokens: int | None = Field(
+        None,
+        description="Tokens at the start of the text equal to the previous context's ('previous'); "
+        "absent without one.",
+    )
 
 
 class BlockOut(BaseModel):

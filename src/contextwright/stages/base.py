@@ -27,6 +27,7 @@ from contextwright.types import Chunk, StageResult, check_tree
 __all__ = [
     "Stage",
     "get_stage_class",
+    "is_order_stage",
     "register_resource",
     "register_stage",
     "registered_stages",
@@ -38,7 +39,11 @@ __all__ = [
 
 @runtime_checkable
 class Stage(Protocol):
-    """One step of the pipeline."""
+    """One step of the pipeline.
+
+    A stage that places blocks also declares ``kind: ClassVar[str] = "order"``
+    (see :func:`is_order_stage`); ``order=`` overrides replace it.
+    """
 
     name: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]
@@ -143,6 +148,16 @@ def get_stage_class(name: str) -> type[Any]:
         return _STAGES[name]
     except KeyError:
         raise ConfigError(f"unknown stage type {name!r}; known: {', '.join(sorted(_STAGES))}.") from None
+
+
+def is_order_stage(stage: Any) -> bool:
+    """Whether ``stage`` (an instance or a class) places blocks: its class says ``kind = "order"``.
+
+    ``order=`` replaces the last such stage of a pipeline. The mark lives on the
+    class, so a new order stage (built in or your own) is recognised without a
+    list to keep up to date.
+    """
+    return getattr(stage, "kind", None) == "order"
 
 
 def stage_to_dict(stage: Any) -> dict[str, Any]:

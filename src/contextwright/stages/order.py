@@ -61,6 +61,7 @@ class ScoreOrder:
 
     name: ClassVar[str] = "score_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         return StageResult.of(self.name, chunks, by_relevance(chunks))
@@ -73,6 +74,7 @@ class ChronologicalOrder:
 
     name: ClassVar[str] = "chronological_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         out = sorted(chunks, key=lambda c: (_natural(c.doc_key), _position(c)))
@@ -86,6 +88,7 @@ class DocumentOrder:
 
     name: ClassVar[str] = "document_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         doc_rank: dict[str, int] = {}
@@ -109,6 +112,7 @@ class LostInTheMiddleOrder:
 
     name: ClassVar[str] = "lost_in_the_middle_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         ranked = by_relevance(chunks)
@@ -127,6 +131,7 @@ class BookendOrder:
 
     name: ClassVar[str] = "bookend_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         ranked = by_relevance(chunks)
@@ -141,6 +146,7 @@ class AutoOrder:
 
     name: ClassVar[str] = "auto_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
     threshold: int = bounded(3, 10_000)
 
     def __post_init__(self) -> None:
@@ -172,6 +178,7 @@ class PriorOrder:
 
     name: ClassVar[str] = "prior_order"
     requires: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = "order"
     prior: str = "liu2024"
     _curve: Any = field(default=None, init=False, repr=False, compare=False)
 
