@@ -104,3 +104,14 @@ def test_budget_is_exact_on_every_tokenizer_and_format(kind: str) -> None:
         assert real <= budget
 
     check()
+
+
+def test_joining_starts_are_read_from_the_pre_tokenizer_pattern() -> None:
+    from contextwright.tokens import _joining_starts
+
+    assert TiktokenTokenizer("o200k_base").joining_starts == {"/"}
+    assert TiktokenTokenizer("cl100k_base").joining_starts == frozenset()
+    assert _joining_starts(r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+") == {"/"}
+    assert _joining_starts(r"[^\r\n\p{L}]?\p{L}+|\s*[\r\n]") == set()
+    assert _joining_starts(r"x[\r\n\-]*") == {"-"}
+    assert _joining_starts(r"x[\r\na-z]*") == {"*"}  # a range: unreadable, so never additive

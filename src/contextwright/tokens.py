@@ -17,7 +17,12 @@ counts are already cached. For tiktoken's encodings the pre-tokenizer regex
 never lets a pre-token run across a newline that is followed by a
 non-whitespace character, and BPE works inside pre-tokens; so when every
 piece ends with ``"\\n"`` and the next starts with non-whitespace, the count
-of the joined string is exactly the sum of the pieces' counts. Tokenizers
+of the joined string is exactly the sum of the pieces' counts. One exception
+is spelled in the pattern: o200k's punctuation pre-token `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*``
+takes the newlines *and slashes* after it, so ``"[1]\\n" + "/usr"`` is one
+pre-token ``]\\n/`` across the boundary (issue 26). Such characters are the
+tokenizer's ``joining_starts``; a piece that starts with one is not additive,
+and the final string is counted instead. Tokenizers
 that guarantee this set ``additive = True``; for them the final string is
 provably within budget without tokenizing it again. Everything else
 (Hugging Face tokenizers, the character estimate, user templates) is counted
@@ -56,8 +61,10 @@ logger = logging.getLogger(__name__)
 class Tokenizer(Protocol):
     """What contextwright needs from a tokenizer.
 
-    ``additive`` promises ``count(a + b) <= count(a) + count(b)`` whenever ``a``
-    ends with a newline and ``b`` starts with a non-whitespace character.
+    ``additive`` promises ``count(a + b) == count(a) + count(b)`` whenever ``a``
+    ends with a newline and ``b`` starts with a non-whitespace character that
+    is not in the tokenizer's ``joining_starts`` (an optional attribute; empty
+    when absent).
     """
 
     @property
@@ -162,6 +169,11 @@ class TiktokenTokenizer:
         # Digit runs of at most three are pre-tokens of their own: a number's
         # tokens never merge with its neighbours' (used to count block headers).
         self.digits_isolated = r"\p{N}{1,3}" in pattern
+        # Characters that a punctuation pre-token takes after its newlines (o200k's "[\r\n/]*"):
+        # a piece starting with one joins the previous piece's last pre-token, so it is not additive.
+        self.joining_starts: frozenset[str] = frozenset(_joining_starts(pattern))
+        if "*" in self.joining_starts:  # a class we cannot read: count every final string
+            self.additive, self.joining_starts = False, frozenset()
         # cl100k's or o200k's pre-tokenizer, whose splits a meter uses to count a text from the
         # counts of its parts: trailing newlines join a final punctuation pre-token
         # (" ?[^\s\p{L}\p{N}]+" then "[\r\n]*") or are one of their own after a letter or digit
@@ -217,6 +229,43 @@ class TiktokenTokenizer:
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r}, backend={self.backend!r})"
+
+
+def _joining_starts(pattern: str) -> set[str]:
+    """Non-whitespace characters a pre-token may take after a newline, read from the pattern.
+
+    Any character class that holds ``\\r`` or ``\\n`` beside other characters (o200k's
+    ``[\\r\\n/]``) lets a pre-token run on across a line end; its other characters are
+    returned. Classes are read literally (escapes ``\\x`` give ``x``); a negated class or a
+    class with a range gives "every character" (``{"*"}``), which a caller treats as
+    "never additive".
+    """
+    found: set[str] = set()
+    i = 0
+    while (i := pattern.find("[", i)) != -1:
+        end = pattern.find("]", i + 1)
+        if end == -1:
+            break
+        body = pattern[i + 1 : end]
+        i = end + 1
+        if "\\r" not in body and "\\n" not in body:
+            continue
+        rest = body.replace("\\r", "").replace("\\n", "")
+        if not rest:
+            continue
+        if rest.startswith("^") or "-" in rest.replace("\\-", "") or "\\p" in rest or "\\s" in rest:
+            if body.startswith("^"):
+                continue  # a negated class without \r\n never crosses a line end
+            return {"*"}
+        j = 0
+        while j < len(rest):
+            if rest[j] == "\\" and j + 1 < len(rest):
+                found.add(rest[j + 1])
+                j += 2
+            else:
+                found.add(rest[j])
+                j += 1
+    return found
 
 
 def _model_encoding(tiktoken: Any, name: str) -> str | None:
@@ -418,6 +467,7 @@ class CachedTokenizer:
         self.name = base.name
         self.additive = base.additive
         self.digits_isolated = bool(getattr(base, "digits_isolated", False))
+        self.joining_starts: frozenset[str] = frozenset(getattr(base, "joining_starts", ()))
         self.known_splits = bool(getattr(base, "known_splits", False))
         self.maxsize = maxsize
         self._cache: OrderedDict[str, int] = OrderedDict()

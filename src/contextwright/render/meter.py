@@ -186,7 +186,7 @@ class Meter:
         )
         pieces = [piece for piece, _, _ in layout]
         text = join_pieces(pieces)
-        if verify or not (self.format.additive and self.tokenizer.additive):
+        if verify or not (self.format.additive and self.tokenizer.additive) or self._joins(pieces):
             return text, self.tokenizer.count(text)
         if not pieces:
             return text, 0
@@ -200,6 +200,15 @@ class Meter:
         else:
             total += self._count_stripped(last, stripped)
         return text, total
+
+    def _joins(self, pieces: Sequence[str]) -> bool:
+        """Whether a piece after the first starts with a character that joins across a line end.
+
+        o200k's punctuation pre-token takes the slashes after its newlines, so ``"[1]\\n"`` then
+        ``"/usr"`` is not the sum of the two counts (issue 26); the joined text is counted instead.
+        """
+        starts = self.tokenizer.joining_starts
+        return bool(starts) and any(p[:1] in starts for p in pieces[1:])
 
     def _count_stripped(self, last: str, stripped: str) -> int:
         """Tokens of ``stripped``, the last piece without its trailing newlines.
