@@ -221,7 +221,9 @@ def _run_with_tty_stderr(args: list[str], cwd: Path) -> tuple[bytes, bytes]:
 
 
 def test_index_shows_a_progress_bar_on_a_tty_and_nothing_when_piped(tmp_path: Path) -> None:
-    _, tty = _run_with_tty_stderr(["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'a.db'}"], tmp_path)
+    _, tty = _run_with_tty_stderr(
+        ["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'a.db'}"], tmp_path
+    )
     assert b"indexing" in tty
     piped = runner.invoke(app, ["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'b.db'}"])
     assert piped.exit_code == 0 and piped.stderr == ""
