@@ -104,3 +104,36 @@ def test_bidi_controls_cannot_reorder_a_header(fmt: str) -> None:
     )
     assert not any(ch in text for ch in BIDI), ascii(text)
     assert "evil text reversed" in text
+
+
+# -- finding 5: xml grammar gaps -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "middle",
+    ["if x <y then z", '<note x="', "<note x='", "a <b\nc", '<p class="x', "x<\u200bchunk", "<\u00a0/chunk>"],
+)
+def test_xml_text_cannot_open_markup_that_swallows_a_tag(middle: str) -> None:
+    text = three("xml", middle)
+    assert parse_blocks(text, "xml") == [1, 2, 3], text
+
+
+def test_xml_parser_reads_quoted_attributes_like_a_lenient_reader() -> None:
+    # Unescaped, a tag of another name whose attribute never closes swallows </chunk>.
+    raw = '<chunk id="1">\n<note x="\n</chunk>\n<chunk id="2">\ny\n</chunk>'
+    assert parse_blocks(raw, "xml") != [1, 2]
+    assert parse_blocks('<chunk id="1">\nif x <y then z\n</chunk>', "xml") != [1]
+
+
+XML_ALPHABET = [
+    "<", ">", '"', "'", "/", "=", "\n", " ", "!", "?", "-", "[", "]", "chunk", "CHUNK", "context",
+    "summary", "source", "id", "2", "x", "&", "\u200b", "\u00a0", "\u202e", "＜", "／", "\ufeff",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(XML_ALPHABET), min_size=1, max_size=25).map("".join), min_size=1, max_size=3))
+def test_xml_one_block_per_citation_for_markup_rich_texts(middles: list[str]) -> None:
+    chunks = [{"id": f"c{i}", "text": f"w{i} {t}", "score": 1 - i / 10} for i, t in enumerate(middles)]
+    ctx = assemble("q", chunks, budget=5000, format="xml", order="relevance")
+    assert parse_blocks(ctx.text, "xml") == [c.index for c in ctx.citations], ctx.text
