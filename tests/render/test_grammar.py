@@ -137,3 +137,17 @@ def test_xml_one_block_per_citation_for_markup_rich_texts(middles: list[str]) ->
     chunks = [{"id": f"c{i}", "text": f"w{i} {t}", "score": 1 - i / 10} for i, t in enumerate(middles)]
     ctx = assemble("q", chunks, budget=5000, format="xml", order="relevance")
     assert parse_blocks(ctx.text, "xml") == [c.index for c in ctx.citations], ctx.text
+
+
+# -- finding 5 (low): markdown code fences and html blocks ---------------------------------------
+
+
+@pytest.mark.parametrize("line", ["```", "```python", "~~~", "\u00a0``` x", "｀｀｀", "<!--", "<script>", "<pre>"])
+def test_markdown_text_cannot_open_a_fence_or_html_block(line: str) -> None:
+    text = three("markdown", f"code:\n{line}\nx = 1")
+    assert parse_blocks(text, "markdown") == [1, 2, 3], text
+    assert f"\n{line}\n" not in text
+
+
+def test_markdown_parser_reads_a_fence_as_breaking_the_grammar() -> None:
+    assert parse_blocks("### [1]\na\n```\n### [2]\nb\n```", "markdown") != [1, 2]
