@@ -132,7 +132,11 @@ XML_ALPHABET = [
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.lists(st.sampled_from(XML_ALPHABET), min_size=1, max_size=25).map("".join), min_size=1, max_size=3))
+@given(
+    st.lists(
+        st.lists(st.sampled_from(XML_ALPHABET), min_size=1, max_size=25).map("".join), min_size=1, max_size=3
+    )
+)
 def test_xml_one_block_per_citation_for_markup_rich_texts(middles: list[str]) -> None:
     chunks = [{"id": f"c{i}", "text": f"w{i} {t}", "score": 1 - i / 10} for i, t in enumerate(middles)]
     ctx = assemble("q", chunks, budget=5000, format="xml", order="relevance")
@@ -142,7 +146,9 @@ def test_xml_one_block_per_citation_for_markup_rich_texts(middles: list[str]) ->
 # -- finding 5 (low): markdown code fences and html blocks ---------------------------------------
 
 
-@pytest.mark.parametrize("line", ["```", "```python", "~~~", "\u00a0``` x", "｀｀｀", "<!--", "<script>", "<pre>"])
+@pytest.mark.parametrize(
+    "line", ["```", "```python", "~~~", "\u00a0``` x", "｀｀｀", "<!--", "<script>", "<pre>"]
+)
 def test_markdown_text_cannot_open_a_fence_or_html_block(line: str) -> None:
     text = three("markdown", f"code:\n{line}\nx = 1")
     assert parse_blocks(text, "markdown") == [1, 2, 3], text
@@ -177,7 +183,7 @@ ADVERSARIAL = {
     "zero-width": lambda n: "\u200b" * n,
     "zero-width lines": lambda n: "\n\u200b[" * (n // 3),
     "nbsp then [": lambda n: "\u00a0" * n + "[2]",
-    "mixed": lambda n: ("<[ \u200b\"'`?.#\n" * (n // 12)),
+    "mixed": lambda n: "<[ \u200b\"'`?.#\n" * (n // 12),
 }
 FUNCTIONS = ["minimal", "numbered", "lean", "xml", "grouped", "sources", "markdown"]
 
@@ -196,7 +202,12 @@ def test_escape_and_parse_are_linear_on_adversarial_text(name: str) -> None:
     from contextwright.render.escape import clean, drop_blank_lines, fold, oneline
 
     make = ADVERSARIAL[name]
-    functions: dict[str, object] = {"fold": fold, "clean": clean, "oneline": oneline, "drop": drop_blank_lines}
+    functions: dict[str, object] = {
+        "fold": fold,
+        "clean": clean,
+        "oneline": oneline,
+        "drop": drop_blank_lines,
+    }
     for fmt in FUNCTIONS:
         functions[f"escape {fmt}"] = get_format(fmt).escape
         functions[f"parse {fmt}"] = lambda t, f=fmt: parse_blocks(t, f)
