@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -71,3 +72,15 @@ def test_clean_and_oneline() -> None:
     assert oneline("a\u2028b\x85c\u200b\u200bd") == "a b c d"
     assert clean("a\u202eb\u2066c\u2069") == "abc"  # bidi controls cannot reorder what follows
     assert clean("\u202e") == "\u202e"
+
+
+def test_spaces_read_as_a_space_and_every_format_character_as_nothing() -> None:
+    from contextwright.render.escape import _IGNORABLE_SET, INVISIBLE, SPACES
+
+    invisible = re.compile(INVISIBLE)
+    for ch in _IGNORABLE_SET - {"\n"}:
+        assert (ch in SPACES) != bool(invisible.fullmatch(ch)), hex(ord(ch))
+        if unicodedata.category(ch) == "Cf":  # zero-width, bidi, soft hyphen, BOM, ...
+            assert ch not in SPACES, hex(ord(ch))
+    assert {"\u00a0", "\u3000", "\t", "\u2800", "\u3164"} <= SPACES
+    assert fold("[\ufe0e1\U000e0100\u180b0]") == "[10]"  # variation selectors too
