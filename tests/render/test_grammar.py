@@ -149,14 +149,16 @@ def test_xml_one_block_per_citation_for_markup_rich_texts(middles: list[str]) ->
 @pytest.mark.parametrize(
     "line", ["```", "```python", "~~~", "\u00a0``` x", "｀｀｀", "<!--", "<script>", "<pre>"]
 )
-def test_markdown_text_cannot_open_a_fence_or_html_block(line: str) -> None:
-    text = three("markdown", f"code:\n{line}\nx = 1")
-    assert parse_blocks(text, "markdown") == [1, 2, 3], text
+@pytest.mark.parametrize("fmt", ["markdown", "grouped"])
+def test_markdown_text_cannot_open_a_fence_or_html_block(fmt: str, line: str) -> None:
+    text = three(fmt, f"code:\n{line}\nx = 1")
+    assert parse_blocks(text, fmt) == [1, 2, 3], text
     assert f"\n{line}\n" not in text
 
 
 def test_markdown_parser_reads_a_fence_as_breaking_the_grammar() -> None:
     assert parse_blocks("### [1]\na\n```\n### [2]\nb\n```", "markdown") != [1, 2]
+    assert parse_blocks("[1]\na\n~~~\n[2]\nb", "grouped") != [1, 2]
 
 
 # -- finding 2: every regex on untrusted text is linear ------------------------------------------

@@ -95,7 +95,8 @@ _NUMBER = re.compile(r"\[ ?(\d+) ?\]")
 # fence (it would swallow every later header), an HTML block that runs past blank lines
 # (CommonMark types 1-5: comments, processing instructions, declarations, CDATA, script/pre/
 # style/textarea).
-_MARKDOWN_BREAKS = r"#|```|~~~|<(?:[!?]|script|pre|style|textarea)"
+_BLOCKS = r"```|~~~|<(?:[!?]|script|pre|style|textarea)"
+_MARKDOWN_BREAKS = rf"#|{_BLOCKS}"
 
 NUMBERED = LineGrammar(header=_NUMBER)
 SOURCES = LineGrammar(header=re.compile(r"\[ ?source ?(\d+) ?\]"), also=re.compile(r"\[ ?source"))
@@ -106,10 +107,12 @@ MARKDOWN = LineGrammar(
     also=re.compile(r"_source:|\[ ?\d+ ?\]"),
     triggers="#_=-[`~<",
 )
-#: ``grouped``: ``[n]`` headers under ``## Document:`` headings, escaped like markdown.
+#: ``grouped``: ``[n]`` headers under ``## Document:`` headings (which chunk text cannot imitate
+#: either: headings are escaped like markdown's, but only fences and HTML blocks break the grammar).
 GROUPED = LineGrammar(
     header=_NUMBER,
-    also=re.compile(rf"{_MARKDOWN_BREAKS}|_source:|(?:=+|-+) ?\Z"),
+    breaks=re.compile(_BLOCKS),
+    also=re.compile(r"#|_source:|(?:=+|-+) ?\Z"),
     triggers="#_=-[`~<",
 )
 
