@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -43,7 +44,11 @@ def test_compat_table_lists_every_nfkc_form_of_a_delimiter_start() -> None:
         ("\u200b\u202e\u2066[SOURCE\u00a04]", "[source 4]"),
         ("［２］", "[2]"),
         ("＃＃＃ [5]", "### [5]"),
-        ("[\u200b2\u200b]", "[ 2 ]"),
+        ("[\u200b2\u200b]", "[2]"),  # invisible characters read as nothing (issue 26)
+        ("[1\u200b0]", "[10]"),
+        ("[SOU\u00adRCE\ufe0f 2]", "[source 2]"),
+        ("[\u00a02\u3000]", "[ 2 ]"),  # spaces read as one space
+        ("[" + "\u200b" * 1000 + "2]", "[2]"),  # any number of them
     ],
 )
 def test_fold_reads_a_line_like_a_reader(line: str, folded: str) -> None:
@@ -65,3 +70,17 @@ def test_clean_and_oneline() -> None:
     assert clean("\u200b\n a\u2028b \ufeff") == "a\nb"
     assert clean("\u200b") == "\u200b"  # nothing visible: kept, input validation rejects it
     assert oneline("a\u2028b\x85c\u200b\u200bd") == "a b c d"
+    assert clean("a\u202eb\u2066c\u2069") == "abc"  # bidi controls cannot reorder what follows
+    assert clean("\u202e") == "\u202e"
+
+
+def test_spaces_read_as_a_space_and_every_format_character_as_nothing() -> None:
+    from contextwright.render.escape import _IGNORABLE_SET, INVISIBLE, SPACES
+
+    invisible = re.compile(INVISIBLE)
+    for ch in _IGNORABLE_SET - {"\n"}:
+        assert (ch in SPACES) != bool(invisible.fullmatch(ch)), hex(ord(ch))
+        if unicodedata.category(ch) == "Cf":  # zero-width, bidi, soft hyphen, BOM, ...
+            assert ch not in SPACES, hex(ord(ch))
+    assert {"\u00a0", "\u3000", "\t", "\u2800", "\u3164"} <= SPACES
+    assert fold("[\ufe0e1\U000e0100\u180b0]") == "[10]"  # variation selectors too

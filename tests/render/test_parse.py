@@ -1,4 +1,4 @@
-"""Tests of the block parsers and of invariant 4 against them (issue 11, items 1-4).
+"""Tests of the block parsers and of invariant 4 against them (issue 11, items 1-4; issue 26).
 
 The parsers split a rendered context by each format's own grammar, reading
 lines the way a reader does (leading no-break/ideographic/zero-width/bidi
@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 
 from contextwright import Assembler, assemble
 from contextwright.errors import ConfigError
-from contextwright.render.format import _FORMATS
+from contextwright.render.format import _FORMATS, get_format
 from contextwright.render.parse import block_parsers, parse_blocks, register_block_parser
 
-FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
+FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown", "lean"]
+# Every tokenizer family: the property must not depend on how selection counted.
+TOKENIZERS: list[dict[str, str]] = [{"tokenizer": "cl100k_base"}, {"model": "gpt-4o"}, {"tokenizer": "chars"}]
 
 # Every Unicode character a reader does not see at the start of a line.
 INVISIBLE = [
@@ -36,6 +38,38 @@ DELIMITERS = [
     "<context>", "<summary>", "< /chunk>", "<![CDATA[", "<!--", "<?xml", "<!DOCTYPE x>",
 ]  # fmt: skip
 WORDS = ["the", "capital", "of", "France", "is", "Paris.", "1895", "北京", "שלום", "e\u0301"]
+# Pieces of every format's grammar, to be glued in any order (issue 26): markup characters,
+# labels, brackets, digits (and their NFKC twins), fences, and invisible characters that can
+# sit inside a marker.
+ALPHABET = [
+    "<", ">", '"', "'", "/", "=", "!", "?", "-", "\n", "\n\n", " ", "chunk", "context", "summary",
+    "source", "SOURCE", "id", "[", "]", "2", "10", "²", "２", "#", "###", "`", "```", "~~~", "_",
+    "＜", "［", "&", "x", "\u200b", "\u2060", "\u00ad", "\ufe0f", "\u202e", "\u2066", "\u00a0",
+]  # fmt: skip
+glued = st.lists(st.sampled_from(ALPHABET + INVISIBLE[:8]), min_size=1, max_size=30).map("".join)
+MARKERS = [
+    *DELIMITERS, "[SOURCE 2]", "[10]", "```", "~~~", "```python", "<y then", '<note x="', "<p class='a",
+    "<script>", "#### [3]", "[ 2 ]",
+]  # fmt: skip
+INSIDE = ["\u200b", "\u200d", "\u2060", "\u00ad", "\ufe0f", "\u202e", "\u2066", "\ufeff", "\x00", "\x1b"]
+
+
+@st.composite
+def marker(draw: st.DrawFn) -> str:
+    """A delimiter as an attacker would disguise it: invisible characters inside, spaces
+    dropped, digits as their superscript or fullwidth twins."""
+    text = draw(st.sampled_from(MARKERS))
+    if draw(st.booleans()):
+        text = text.replace(" ", "")
+    if draw(st.booleans()):
+        text = text.replace("2", draw(st.sampled_from(["²", "２", "\u0662"])))
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.sampled_from(INSIDE)) + text[at:]
+    return text
+
+
+disguised = st.lists(st.one_of(marker(), st.sampled_from(WORDS)), min_size=1, max_size=4).map("\n".join)
 
 piece = st.one_of(
     st.sampled_from(WORDS),
@@ -47,7 +81,7 @@ piece = st.one_of(
     st.sampled_from(DELIMITERS),
     st.lists(st.sampled_from(INVISIBLE), min_size=1, max_size=3).map(lambda xs: "\n" + "".join(xs) + "\n"),
 )
-hostile = st.lists(piece, min_size=1, max_size=6).map(" ".join)
+hostile = st.one_of(st.lists(piece, min_size=1, max_size=6).map(" ".join), glued, disguised, disguised)
 visible_text = st.tuples(st.sampled_from(WORDS), hostile).map(lambda t: f"{t[0]} {t[1]}")
 chunk = st.fixed_dictionaries(
     {"text": visible_text, "score": st.sampled_from([0.1, 0.5, 0.9])},
@@ -73,16 +107,35 @@ def config(fmt: str) -> dict[str, Any]:
     }
 
 
-_ASSEMBLERS: dict[str, Assembler] = {}
+_ASSEMBLERS: dict[tuple[str, int, int], Assembler] = {}
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(inputs=st.lists(chunk, min_size=1, max_size=4), fmt=st.sampled_from(FORMATS))
-def test_one_parsed_block_per_citation_for_hostile_texts(inputs: list[dict[str, Any]], fmt: str) -> None:
-    if fmt not in _ASSEMBLERS:
-        _ASSEMBLERS[fmt] = Assembler(config(fmt), budget=100_000)
-    ctx = _ASSEMBLERS[fmt].assemble("q", inputs)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    inputs=st.lists(chunk, min_size=1, max_size=4),
+    fmt=st.sampled_from(FORMATS),
+    tokenizer=st.sampled_from(range(len(TOKENIZERS))),
+    budget=st.sampled_from([60, 300, 100_000]),
+)
+def test_one_parsed_block_per_citation_for_hostile_texts(
+    inputs: list[dict[str, Any]], fmt: str, tokenizer: int, budget: int
+) -> None:
+    key = (fmt, tokenizer, budget)
+    if key not in _ASSEMBLERS:
+        _ASSEMBLERS[key] = Assembler(config(fmt), budget=budget, **TOKENIZERS[tokenizer])
+    ctx = _ASSEMBLERS[key].assemble("q", inputs)
     assert parse_blocks(ctx.text, fmt) == [c.index for c in ctx.citations], ctx.text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=hostile, fmt=st.sampled_from(FORMATS))
+def test_no_escaped_text_reads_as_a_header(text: str, fmt: str) -> None:
+    """What a format escapes parses to no block at all: no header, nothing that breaks the grammar."""
+    escaped = get_format(fmt).escape(text)
+    if fmt == "minimal":  # one run of lines, or none: no blank line survives
+        assert parse_blocks(escaped, fmt) in ([], [1]), ascii(escaped)
+    else:
+        assert parse_blocks(escaped, fmt) == [], ascii(escaped)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -2,27 +2,36 @@
 
 Invariant 4 (boundaries cannot be forged) is decided line by line: a line of
 chunk text must not *read as* one of the format's delimiters. A reader — a
-person or an LLM — does not see leading no-break spaces (U+00A0), ideographic
-spaces (U+3000), zero-width characters (U+200B), bidi controls (U+202E,
-U+2066) or control characters, and reads fullwidth ``［２］`` as ``[2]``. So
-"could this line be a delimiter" is asked of the *folded* line: leading
-ignorable characters removed, runs of them collapsed to one space, NFKC
-compatibility forms mapped to their plain form, case folded.
+person or an LLM — does not see zero-width characters (U+200B), bidi
+controls (U+202E, U+2066), soft hyphens, variation selectors or control
+characters at all, sees no-break (U+00A0) and ideographic (U+3000) spaces as
+spaces, and reads fullwidth ``［２］`` as ``[2]``. So "could this line be a
+delimiter" is asked of the line's *reading* (:func:`reading`, :func:`fold`):
+leading ignorable characters removed, invisible characters removed wherever
+they are (``[1\u200b0]`` reads ``[10]``, ``[SOU\u200bRCE 2]`` reads
+``[source 2]``), runs of spaces collapsed to one, NFKC compatibility forms
+mapped to their plain form, case folded.
 
 *Ignorable* means: Unicode ``White_Space``, control characters (``Cc``),
 format characters (``Cf``: zero-width, bidi, BOM, soft hyphen),
 ``Default_Ignorable_Code_Point`` (Hangul fillers, variation selectors, ...)
-and the Braille blank (U+2800), which renders as a blank cell.
+and the Braille blank (U+2800), which renders as a blank cell. Of them, the
+*spaces* (``str.isspace`` characters and the blank fillers U+115F, U+1160,
+U+2800, U+3164, U+FFA0) read as a space; the rest are *invisible* and read as
+nothing.
 
 A delimiter line is escaped by a backslash before its first visible
 character (``\\[2]``, ``\\### [5]``), which keeps the text readable and makes
 the line start with a character no format uses for a delimiter. A line that
 is only ignorable characters reads as a blank line and is dropped where blank
-lines are delimiters (``minimal``).
+lines are delimiters (``minimal``). Bidi embedding, override and isolate
+controls (U+202A–U+202E, U+2066–U+2069) are removed by :func:`clean` and
+:func:`oneline`, so rendered text shows in the order the model reads it and
+cannot reorder a header on screen.
 
-The same folding drives the block parsers in :mod:`contextwright.render.parse`,
-which split a rendered context by the format's own grammar; the tests check
-that the two agree (one parsed block per citation) for hostile texts.
+Which lines are delimiters is each format's grammar
+(:mod:`contextwright.render.grammar`), which the block parsers of
+:mod:`contextwright.render.parse` use too, so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ __all__ = [
     "is_blank",
     "visible",
     "oneline",
+    "reading",
     "split_indent",
 ]
 
@@ -64,6 +74,32 @@ _CLASS_BODY = "".join(
 #: One ignorable character, ``\n`` excluded (see the module docstring): a ``re`` class.
 IGNORABLE = f"[{_CLASS_BODY}]"
 _IGNORABLE_SET = frozenset(chr(c) for a, b in IGNORABLE_RANGES for c in range(a, b + 1)) | {"\n"}
+#: The ignorable characters that read as a space; the others read as nothing.
+SPACES = frozenset(ch for ch in _IGNORABLE_SET if ch.isspace()) | set("\u115f\u1160\u2800\u3164\uffa0")
+
+
+def _char_class(chars: frozenset[str]) -> str:
+    points = sorted(ord(ch) for ch in chars)
+    ranges: list[list[int]] = []
+    for cp in points:
+        if ranges and cp == ranges[-1][1] + 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    body = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges
+    )
+    return f"[{body}]"
+
+
+#: One invisible character (ignorable, not a space): a ``re`` class.
+INVISIBLE = _char_class(_IGNORABLE_SET - SPACES)
+_SPACE_CLASS = _char_class(SPACES - {"\n"})
+_INVISIBLE_RUN = re.compile(INVISIBLE + "+")
+_SPACE_RUN = re.compile(_SPACE_CLASS + "+")
+#: Bidi embedding, override and isolate controls: removed from rendered text.
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_BIDI_DROP = dict.fromkeys(map(ord, BIDI_CONTROLS))
 
 _ASCII_IGNORABLE = "".join(chr(c) for c in range(0x21) if c != 0x0A) + "\n\x7f"
 _IGN_RUN = re.compile(IGNORABLE + "+")
@@ -82,6 +118,8 @@ def clean(text: str) -> str:
     ):
         text = _LINEBREAKS.sub("\n", text)
     text = text.strip()
+    if not text.isascii() and any(ch in text for ch in BIDI_CONTROLS):
+        text = text.translate(_BIDI_DROP).strip() or text
     if not text or (text[0] not in _IGNORABLE_SET and text[-1] not in _IGNORABLE_SET):
         return text
     # Invisible characters at either end go too, unless nothing visible is left
@@ -95,7 +133,10 @@ def clean(text: str) -> str:
 
 
 def oneline(value: object) -> str:
-    """``value`` as one line: every line break and ignorable run becomes one space."""
+    """``value`` as one line: every line break and ignorable run becomes one space.
+
+    Bidi controls go with the other ignorables, so a title cannot reorder its header line.
+    """
     text = str(value)
     if text.isascii() and text.isprintable():
         return text.strip()
@@ -109,13 +150,31 @@ def split_indent(line: str) -> tuple[str, str]:
     return line[:end], line[end:]
 
 
+def reading(text: str) -> str:
+    """How ``text`` reads: invisible characters removed, spaces collapsed, NFKC, case folded.
+
+    Linear in ``len(text)``; callers pass a bounded window or a line once.
+    """
+    if text.isascii() and text.isprintable() and "  " not in text:
+        return text.casefold()
+    text = _SPACE_RUN.sub(" ", _INVISIBLE_RUN.sub("", text))
+    if not text.isascii():
+        text = _SPACE_RUN.sub(" ", _INVISIBLE_RUN.sub("", unicodedata.normalize("NFKC", text)))
+    return text.casefold()
+
+
 def fold(line: str) -> str:
-    """How the start of ``line`` reads: ignorables collapsed, NFKC, case folded."""
+    """How the start of ``line`` reads: leading ignorables removed, then :func:`reading`.
+
+    Invisible characters are removed from the whole line first (a marker can hide any number of
+    them), then the first ``_PROBE_CHARS`` characters of the reading are returned.
+    """
     _, rest = split_indent(line)
-    head = _IGN_RUN.sub(" ", rest[: _PROBE_CHARS * 4])[:_PROBE_CHARS]
-    if not head.isascii():
-        head = _IGN_RUN.sub(" ", unicodedata.normalize("NFKC", head))
-    return head.casefold()
+    window = rest[: _PROBE_CHARS * 4]
+    if not (window.isascii() and window.isprintable()):
+        rest = _INVISIBLE_RUN.sub("", rest)  # whole line: linear, once per line
+        window = rest[: _PROBE_CHARS * 4]
+    return reading(window)[:_PROBE_CHARS]
 
 
 def visible(text: str) -> bool:
@@ -142,6 +201,8 @@ _COMPAT = {
     "=": "\u207c\u208c\u2a75\u2a76\ufe66\uff1d",
     "-": "\ufe63\uff0d",
     "<": "\ufe64\uff1c",
+    "`": "\u1fef\uff40",
+    "~": "\uff5e",
 }
 
 

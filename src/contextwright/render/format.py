@@ -14,29 +14,33 @@ number sits on a header line of its own.
 
 Invariant 4 (boundaries cannot be forged): every format escapes, inside chunk
 text *and* inside every other text it renders (document summaries, titles,
-sources, sections), the delimiters it uses itself — ``<chunk``/``</chunk>``,
-``<context``, ``<summary``, ``<!--``, ``<![CDATA[``, ``<?`` in ``xml``; a line
-reading ``[SOURCE n]`` in ``sources``; a line reading ``[n]`` in
-``numbered``/``grouped``; a heading or setext underline line in ``markdown``
-and ``grouped``; blank lines in ``minimal`` — so retrieved text cannot open a
-new block or close the context. "A line reading X" is decided on the folded
-line (:mod:`contextwright.render.escape`): leading Unicode whitespace,
-zero-width, bidi and control characters are invisible and fullwidth forms
-count as their ASCII twins. Header fields are flattened to one line.
-:mod:`contextwright.render.parse` splits a context back into blocks by each
-format's grammar; the property tests check one block per citation.
+sources, sections), the delimiters it uses itself — in ``xml`` every ``<``
+that could open markup (a letter, ``/``, ``!`` or ``?`` follows it, so tags,
+comments, CDATA and declarations alike) becomes ``&lt;``; a line reading
+``[SOURCE n]`` in ``sources``; a line reading ``[n]`` in
+``numbered``/``lean``/``grouped``; a heading, setext underline, code fence
+or HTML block start in ``markdown`` and ``grouped``; blank lines in
+``minimal`` — so retrieved text cannot open a new block or close the context.
+"A line reading X" is decided on the folded line
+(:mod:`contextwright.render.escape`): leading Unicode whitespace is skipped,
+zero-width, bidi and control characters are invisible wherever they are, and
+fullwidth forms count as their ASCII twins. Header fields are flattened to one
+line; bidi controls are removed. Each format escapes with its grammar
+(:mod:`contextwright.render.grammar`), which is also what
+:mod:`contextwright.render.parse` splits a context with, so the escape and the
+parser cannot disagree; the property tests check one block per citation.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from contextwright.errors import ConfigError
 from contextwright.limits import bounded, check_settings
-from contextwright.render.escape import IGNORABLE, clean, drop_blank_lines, escape_lines, oneline
+from contextwright.render.escape import clean, drop_blank_lines, oneline
+from contextwright.render.grammar import GROUPED, MARKDOWN, NUMBERED, SOURCES, escape_xml
 from contextwright.render.sandbox import TemplateLimits, compile_template, render_template
 from contextwright.textcheck import check_text
 from contextwright.types import Chunk
@@ -55,32 +59,6 @@ __all__ = [
     "format_to_dict",
     "get_format",
 ]
-
-# ``<`` (or a fullwidth/small form of it) that opens one of our tags, a comment,
-# a CDATA section, a declaration or a processing instruction, invisible
-# characters allowed in between: escaped as ``&lt;``.
-_XML_MARKUP = re.compile(
-    rf"[<\uff1c\ufe64](?={IGNORABLE}*(?:[!?]|/?{IGNORABLE}*(?:chunk|context|summary|document)\b))",
-    re.IGNORECASE,
-)
-_NUMBER = re.compile(r"\[ ?\d+ ?\]")
-_SOURCE = re.compile(r"\[ ?source\b")
-_HEADING = re.compile(r"#|_source:|(?:=+|-+) ?\Z")
-# ASCII characters one of which each format's delimiters contain (escape fast path).
-_NUMBER_TRIGGERS = "["
-_HEADING_TRIGGERS = "#_=-["
-
-
-def _is_number_line(folded: str) -> bool:
-    return bool(_NUMBER.match(folded))
-
-
-def _is_source_line(folded: str) -> bool:
-    return bool(_SOURCE.match(folded))
-
-
-def _is_heading_line(folded: str) -> bool:
-    return bool(_HEADING.match(folded) or _NUMBER.match(folded))
 
 
 def _clean(text: str) -> str:
@@ -265,7 +243,7 @@ class NumberedFormat(Format):
     name: ClassVar[str] = "numbered"
 
     def escape(self, text: str) -> str:
-        return escape_lines(_clean(text), _is_number_line, triggers=_NUMBER_TRIGGERS)
+        return NUMBERED.escape(_clean(text))
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         bits = [b for b in (_oneline(chunk.title) if chunk.title else "", _where(chunk)) if b]
@@ -299,10 +277,7 @@ class XmlFormat(Format):
             raise ConfigError(f"XmlFormat.attributes has {bad!r}; allowed: {', '.join(sorted(allowed))}.")
 
     def escape(self, text: str) -> str:
-        text = _clean(text)
-        if "<" in text or (not text.isascii() and ("\uff1c" in text or "\ufe64" in text)):
-            return _XML_MARKUP.sub("&lt;", text)
-        return text
+        return escape_xml(_clean(text))
 
     def frame_start(self) -> str:
         return "<context>\n" if self.wrap else ""
@@ -343,7 +318,7 @@ class GroupedFormat(Format):
     groups: ClassVar[bool] = True
 
     def escape(self, text: str) -> str:
-        return escape_lines(_clean(text), _is_heading_line, triggers=_HEADING_TRIGGERS)
+        return GROUPED.escape(_clean(text))
 
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         title = _oneline(chunk.title or chunk.doc_id or chunk.source or chunk.id)
@@ -378,7 +353,7 @@ class SourcesFormat(Format):
         return "[SOURCE {n}]"
 
     def escape(self, text: str) -> str:
-        return escape_lines(_clean(text), _is_source_line, triggers=_NUMBER_TRIGGERS)
+        return SOURCES.escape(_clean(text))
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         name = _oneline(chunk.source or chunk.title or chunk.doc_id or chunk.id)
@@ -397,7 +372,7 @@ class MarkdownFormat(Format):
     name: ClassVar[str] = "markdown"
 
     def escape(self, text: str) -> str:
-        return escape_lines(_clean(text), _is_heading_line, triggers=_HEADING_TRIGGERS)
+        return MARKDOWN.escape(_clean(text))
 
     def block_header(self, chunk: Chunk, n: int) -> str:
         title = _oneline(chunk.title or chunk.source or chunk.doc_id or "")

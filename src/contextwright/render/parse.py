@@ -1,10 +1,13 @@
 """Split a rendered context into blocks by the format's own grammar.
 
 These parsers read a context the way its reader would: a line is a block
-header when, folded (leading ignorable characters removed, NFKC, case
-folded; see :mod:`contextwright.render.escape`), it starts with the format's
-label. They are deliberately *more* lenient than the formats' own output, so
-that a chunk text that merely looks like a header counts as one. Invariant 4
+header when, folded (leading ignorable characters removed, invisible ones
+removed wherever they are, NFKC, case folded; see
+:mod:`contextwright.render.escape`), it starts with the format's label. They
+are deliberately *more* lenient than the formats' own output, so that a chunk
+text that merely looks like a header counts as one. Each built-in parser is
+its format's grammar (:mod:`contextwright.render.grammar`), the same object
+the format escapes with. Invariant 4
 then reads: ``parse_blocks(ctx.text, fmt) == [1, 2, ..., len(ctx.citations)]``.
 
 Every built-in format has a parser. A new format registers its own::
@@ -30,7 +33,8 @@ import unicodedata
 from collections.abc import Callable
 
 from contextwright.errors import ConfigError
-from contextwright.render.escape import IGNORABLE, fold, is_blank
+from contextwright.render.escape import IGNORABLE, is_blank
+from contextwright.render.grammar import GROUPED, MARKDOWN, NUMBERED, SOURCES, parse_xml
 
 __all__ = [
     "BlockParser",
@@ -78,28 +82,6 @@ def parse_blocks(text: str, fmt: object) -> list[int]:
     return parser(text)
 
 
-def _headers(pattern: re.Pattern[str], *, headings_are_blocks: bool = False) -> BlockParser:
-    def parse(text: str) -> list[int]:
-        out: list[int] = []
-        previous_blank = True
-        for line in text.split("\n"):
-            folded = fold(line)
-            m = pattern.match(folded)
-            if m:
-                out.append(int(m.group(1)))
-            elif headings_are_blocks and (
-                folded.startswith("#") or (not previous_blank and _SETEXT.match(folded))
-            ):
-                out.append(0)  # a heading that is not a block header
-            previous_blank = is_blank(line)
-        return out
-
-    return parse
-
-
-_SETEXT = re.compile(r"(?:=+|-+) ?\Z")
-
-
 def _minimal(text: str) -> list[int]:
     runs = 0
     inside = False
@@ -112,53 +94,21 @@ def _minimal(text: str) -> list[int]:
     return list(range(1, runs + 1))
 
 
-# The XML grammar, leniently: comments, CDATA sections, processing instructions
-# and declarations hide what they contain; tags may have ignorable characters
-# after the ``<``. Only the outcome for ``chunk`` elements is reported.
-_XML_TOKEN = re.compile(
-    r"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)|<\?.*?(?:\?>|\Z)|<![^>]*(?:>|\Z)"
-    rf"|<{IGNORABLE}*(/?){IGNORABLE}*([A-Za-z_][\w.\-]*)([^>]*)>",
-    re.DOTALL,
-)
-_ID = re.compile(r"""\bid\s*=\s*["']\s*(\d+)\s*["']""")
-
-
-def _xml(text: str) -> list[int]:
-    out: list[int] = []
-    open_chunk = False
-    for m in _XML_TOKEN.finditer(text):
-        name = m.group(2)
-        if name is None or name.casefold() != "chunk":
-            continue
-        if m.group(1):  # </chunk>
-            if not open_chunk:
-                out.append(0)
-            open_chunk = False
-            continue
-        if open_chunk:
-            out.append(0)  # a chunk inside a chunk
-        ident = _ID.search(m.group(3))
-        out.append(int(ident.group(1)) if ident else 0)
-        open_chunk = True
-    if open_chunk:
-        out.append(0)
-    return out
-
-
-_NUMBER = re.compile(r"\[ ?(\d+) ?\]")
+# The line formats' parsers are their grammars' (contextwright.render.grammar), the ones the
+# formats escape with; xml starts markup only where its escape would have written "&lt;".
 register_block_parser("minimal", _minimal)
-register_block_parser("numbered", _headers(_NUMBER))
-register_block_parser("lean", _headers(_NUMBER))  # the numbered grammar, leaner headers
-register_block_parser("grouped", _headers(_NUMBER))
-register_block_parser("sources", _headers(re.compile(r"\[ ?source ?(\d+) ?\]")))
-register_block_parser("markdown", _headers(re.compile(r"#{1,6} ?\[ ?(\d+) ?\]"), headings_are_blocks=True))
-register_block_parser("xml", _xml)
+register_block_parser("numbered", NUMBERED.parse)
+register_block_parser("lean", NUMBERED.parse)  # the numbered grammar, leaner headers
+register_block_parser("grouped", GROUPED.parse)
+register_block_parser("sources", SOURCES.parse)
+register_block_parser("markdown", MARKDOWN.parse)
+register_block_parser("xml", parse_xml)
 
 # The tool-output section (``render/tools.py``) read the same lenient way: ignorable
 # characters other than the ASCII space removed, NFKC, case folded; ``tool output``
 # tags in any spelling a reader would take for one.
 _IGNORABLE_NOT_SPACE = re.compile(f"(?! ){IGNORABLE}")
-_TOOL_TAG = re.compile(r"<\s*(/?)\s*tool[\s_-]?output", re.IGNORECASE)
+_TOOL_TAG = re.compile(r"<\s*+(/?)\s*+tool[\s_-]?output", re.IGNORECASE)  # possessive: linear
 _TOOL_NAME = re.compile(r'\s*name\s*=\s*"([^"\n]*)"')
 
 
