@@ -145,6 +145,7 @@ def test_messages_keep_one_system_message_with_tools_and_cache() -> None:
 
 ANGLES = [{"name": f"t{i}", "content": "<x\n" * 20000} for i in range(20)]  # the reproducer
 TAGS = [{"name": f"t{i}", "content": "</tool_output>" * 7000} for i in range(20)]  # one escape per 14 chars
+NEAR = [{"name": f"t{i}", "content": "<tool\n" * 16000} for i in range(20)]  # each "<" must be judged
 
 
 @pytest.mark.timeout(30)  # before the fix: minutes of CPU
@@ -155,6 +156,7 @@ TAGS = [{"name": f"t{i}", "content": "</tool_output>" * 7000} for i in range(20)
         (ANGLES, 1000, "drop_largest", 0, False),  # each output alone is 40k tokens
         (ANGLES, 100_000, "truncate", 20, True),
         (ANGLES, 100_000, "drop_largest", 2, False),
+        (NEAR, 1000, "truncate", 20, True),
         (TAGS, 1000, "truncate", 0, False),  # one line each: nothing to cut at, so dropped
         (TAGS, 10**6, "truncate", 20, False),  # everything fits
         (TAGS, 10**6, "drop_largest", 20, False),
@@ -263,7 +265,7 @@ def test_fitted_tools_always_fit_and_keep_valid_tags(
     assert list(r.kept) == [n for n in names if n in r.kept]
     for name in r.truncated:
         body = r.text.split(f'<tool_output name="{name}">\n', 1)[1].split("\n</tool_output>", 1)[0]
-        marker = re.search(r"\n\[\.\.\. truncated: (\d+) of (\d+) lines\]\Z", body)
+        marker = re.search(r"(?:\A|\n)\[\.\.\. truncated: (\d+) of (\d+) lines\]\Z", body)
         assert marker is not None and 1 <= int(marker.group(1)) < int(marker.group(2))
     full = fit_tools(tools, budget=10**6, tokenizer=tokenizer, format=get_format(fmt), policy=policy)  # type: ignore[arg-type]
     if full.tokens <= budget:  # everything fits: nothing is cut or left out
