@@ -54,6 +54,7 @@ __all__ = ["TemplateLimits", "compile_template", "render_template"]
 
 _MAX_INT_BITS = 10_000
 _WIDTH = re.compile(r"\d{6,}")  # a format width/precision of 6+ digits
+_NUMBER = re.compile(r"\d{1,9}")
 _TOTAL = 32  # the total of values made, in max_output_chars
 _ITEM = 8  # what a list item counts in that total
 _WHAT = {
@@ -190,15 +191,26 @@ def _check_width(template: str) -> None:
         raise _stop("uses a format width")
 
 
-def _field_size(args: Iterable[Any]) -> int:
-    """The largest text one format field can take from ``args``."""
+def _field_size(template: str, args: Iterable[Any]) -> int:
+    """The most text one format field of ``template`` can take from ``args``: an argument's text,
+    or a width or precision, written in the template or taken from an argument (``%*s``,
+    ``{0:{1}}``)."""
     limit = _limit()
-    return max((_text_size(a, limit) for a in args), default=0)
+    widest = max((int(n) for n in _NUMBER.findall(template)), default=0)
+    for a in args:
+        if isinstance(a, int) and not isinstance(a, bool):
+            widest = max(widest, abs(a))
+        elif isinstance(a, str) and a.isdigit() and len(a) < 10:
+            widest = max(widest, int(a))
+        widest = max(widest, _text_size(a, limit))
+        if widest > limit:
+            break
+    return widest
 
 
 def _percent_size(left: str, right: Any) -> int:
     args = right.values() if isinstance(right, Mapping) else right if isinstance(right, tuple) else (right,)
-    return len(left) + left.count("%") * _field_size(args)
+    return len(left) + left.count("%") * _field_size(left, args)
 
 
 def _join_size(items: list[Any], sep: str) -> int:
@@ -227,7 +239,7 @@ def _str_method_size(owner: str, name: str, args: tuple[Any, ...], kwargs: Mappi
         return _join_size(args[0], owner)
     if name in ("format", "format_map"):
         values = chain(args, kwargs.values(), *(a.values() for a in args if isinstance(a, Mapping)))
-        return len(owner) + owner.count("{") * _field_size(values)
+        return len(owner) + owner.count("{") * _field_size(owner, values)
     if name == "expandtabs":
         size = args[0] if args and isinstance(args[0], int) else kwargs.get("tabsize", 8)
         return len(owner) + owner.count("\t") * max(0, int(size))
