@@ -250,14 +250,14 @@ _CONTENT = st.lists(_LINES, min_size=0, max_size=30).map("\n".join)
     budget=st.integers(0, 400),
     policy=st.sampled_from(["truncate", "drop_largest"]),
     fmt=st.sampled_from(["xml", "sources", "markdown"]),
-    spec=st.sampled_from(["cl100k_base", "o200k_base", "chars"]),
+    spec=st.sampled_from(["cl100k_base", "o200k_base", "chars", "hf"]),
 )
 def test_fitted_tools_always_fit_and_keep_valid_tags(
-    contents: list[str], budget: int, policy: str, fmt: str, spec: str
+    contents: list[str], budget: int, policy: str, fmt: str, spec: str, minilm_dir: Any
 ) -> None:
     from contextwright.render.parse import parse_tool_outputs
 
-    tokenizer = get_tokenizer(spec)
+    tokenizer = get_tokenizer(f"hf:{minilm_dir / 'tokenizer.json'}" if spec == "hf" else spec)
     tools = [{"name": f"t{i}", "content": c} for i, c in enumerate(contents)]
     r = fit_tools(tools, budget=budget, tokenizer=tokenizer, format=get_format(fmt), policy=policy)  # type: ignore[arg-type]
     real = tokenizer.base.count(r.text) if r.text else 0
