@@ -285,13 +285,9 @@ def _concat(markup: bool, parts: tuple[Any, ...]) -> str:
     return _admit(markup_join(parts) if markup else str_join(parts))  # type: ignore[no-any-return]
 
 
-@functools.cache
-def _environment() -> Any:
-    try:
-        from jinja2.compiler import CodeGenerator
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-    except ImportError as exc:
-        raise MissingDependencyError("jinja2 is needed for templates: pip install jinja2") from exc
+def _sized_concat_generator() -> Any:
+    """Jinja2's code generator, with ``~`` compiled to the environment's sized join."""
+    from jinja2.compiler import CodeGenerator
 
     class SizedConcat(CodeGenerator):  # type: ignore[misc]
         """``~`` goes through the environment, which sizes it before it joins."""
@@ -307,8 +303,18 @@ def _environment() -> Any:
                 self.write(", ")
             self.write("))")
 
+    return SizedConcat
+
+
+@functools.cache
+def _environment() -> Any:
+    try:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError as exc:
+        raise MissingDependencyError("jinja2 is needed for templates: pip install jinja2") from exc
+
     class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]
-        code_generator_class = SizedConcat
+        code_generator_class = _sized_concat_generator()
         intercepted_binops = frozenset({"+", "*", "**", "%"})
         sized_concat = staticmethod(_concat)
 
