@@ -48,8 +48,8 @@ HOSTILE = {
     + "{{ m(s)|length }}",
     "sum of lists": "{{ ([[1] * 999] * 9999)|sum(start=[])|length }}",
     "values kept in a list": NS
-    + "{% for i in range(1000) %}{% set ns.l = ns.l + ['x'.center(999999) ~ i] %}{% endfor %}{{ ns.l|length }}",
-    "values kept in variables": "".join(f"{{% set v{i} = 'x'.center(999999) ~ {i} %}}" for i in range(400)),
+    + "{% for i in range(1000) %}{% set ns.l = ns.l + ['x'.center(999990) ~ i] %}{% endfor %}{{ ns.l|length }}",
+    "values kept in variables": "".join(f"{{% set v{i} = 'x'.center(999990) ~ {i} %}}" for i in range(400)),
     "a big value made in every iteration": S
     + "{% for i in range(99999) %}{% set t = s.upper() %}{% endfor %}",
     "a big list made in every iteration": "{% for i in range(99999) %}{{ range(99999)|list|length }}{% endfor %}",

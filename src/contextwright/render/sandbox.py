@@ -134,8 +134,8 @@ def _text_size(value: Any, cap: int) -> int:
                 stack.extend(chain(v.keys(), v.values()) if isinstance(v, dict) else v)
         elif isinstance(v, (bytes, bytearray)):
             total += 4 * len(v)
-        elif isinstance(v, int):
-            total += v.bit_length() // 3 + 1
+        elif isinstance(v, int):  # digits (numbers are capped at 10,000 bits, under str()'s own limit)
+            total += len(str(v)) if v.bit_length() <= _MAX_INT_BITS else v.bit_length() // 3 + 2
         elif isinstance(v, range):
             total += len(v) * (len(str(max(abs(v.start), abs(v.stop)))) + 2)
         elif type(v).__name__ == "Namespace":
@@ -172,7 +172,9 @@ def _admit(value: Any) -> Any:
     if render is not None:
         render.made += size
         if render.made > render.total:
-            raise _stop(f"makes values of more than {render.total:,} characters in all ({_TOTAL} ×)")
+            raise _stop(
+                f"makes values of more than {render.total:,} characters in all ({_TOTAL} times the limit)"
+            )
         if time.perf_counter() > render.deadline:
             raise _stop("runs longer than its time limit", "timeout_s")
     return value
