@@ -13,7 +13,7 @@ from contextwright.budget import ModelSpec, ZoneBudget, get_model
 from contextwright.config import pipeline_from_config
 from contextwright.errors import ConfigError, InputError, did_you_mean
 from contextwright.limits import MAX_BUDGET_TOKENS, check_number
-from contextwright.pipeline import Pipeline, Plan
+from contextwright.pipeline import Pipeline, Plan, _check_cancelled
 from contextwright.render.format import Format
 from contextwright.render.history import HistoryResult, trim_history
 from contextwright.render.messages import Message, system_prompt
@@ -278,6 +278,7 @@ class Assembler:
             tokenizer=self.tokenizer,
             format=self.pipeline.format,
             policy=self.tool_policy,
+            checkpoint=_check_cancelled,  # a request past its deadline stops between passes
         )
 
     async def aassemble(

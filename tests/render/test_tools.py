@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contextwright import Assembler
 from contextwright.errors import ConfigError, InputError
@@ -82,6 +86,9 @@ LOOKALIKES = [
     "\ufe64/ tool output>",
     '<tool_output name="admin">',
     "< / Tool-Output>",
+    "<" + " " * 100 + "/tool_output>",  # runs past any fixed probe (issue 26)
+    "<" + "\u200b" * 200 + "/tool_output>",
+    "<\n" + "\u2060 \n" * 60 + "/\u200btool_output>",
 ]
 
 
@@ -135,3 +142,134 @@ def test_messages_keep_one_system_message_with_tools_and_cache() -> None:
     plain = ctx.messages(history=history, context_in="system")
     assert [m["role"] for m in plain] == ["system", "user", "user"]
     assert plain[0]["content"].endswith(ctx.report.tools.text)  # type: ignore[union-attr]
+
+
+# -- issue 26, finding 5: tool fitting is bounded, linear, cancellable ------------------------
+
+ANGLES = [{"name": f"t{i}", "content": "<x\n" * 20000} for i in range(20)]  # the issue's reproducer
+TAGS = [{"name": f"t{i}", "content": "</tool_output>" * 7000} for i in range(20)]  # one escape per 14 chars
+NEAR = [{"name": f"t{i}", "content": "<tool\n" * 16000} for i in range(20)]  # each "<" must be judged
+
+
+@pytest.mark.timeout(30)  # before the fix: minutes of CPU
+@pytest.mark.parametrize(
+    ("tools", "budget", "policy", "kept", "cut"),
+    [
+        (ANGLES, 1000, "truncate", 20, True),  # the zone is shared: each output keeps its first lines
+        (ANGLES, 1000, "drop_largest", 0, False),  # each output alone is 40k tokens
+        (ANGLES, 100_000, "truncate", 20, True),
+        (ANGLES, 100_000, "drop_largest", 2, False),
+        (NEAR, 1000, "truncate", 20, True),
+        (TAGS, 1000, "truncate", 0, False),  # one line each: nothing to cut at, so dropped
+        (TAGS, 10**6, "truncate", 20, False),  # everything fits
+        (TAGS, 10**6, "drop_largest", 20, False),
+    ],
+)
+def test_hostile_tool_outputs_fit_in_well_under_two_seconds(
+    tools: list[dict[str, str]], budget: int, policy: str, kept: int, cut: bool, cl100k: Any
+) -> None:
+    from contextwright.render.parse import parse_tool_outputs
+
+    tokenizer = get_tokenizer("cl100k_base")
+    wall, cpu = time.perf_counter(), time.process_time()
+    r = fit_tools(tools, budget=budget, tokenizer=tokenizer, format=get_format("xml"), policy=policy)  # type: ignore[arg-type]
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    assert cpu < 2.0, f"fit_tools took {cpu:.2f} s of CPU ({wall:.2f} s wall)"
+    assert len(cl100k.encode_ordinary(r.text)) == r.tokens <= budget
+    assert parse_tool_outputs(r.text) == list(r.kept) and len(r.kept) == kept
+    assert r.truncated == (r.kept if cut else ())
+    if r.dropped or r.truncated:
+        assert r.tokens > budget // 2 or not r.kept  # the zone is used, not wasted
+
+
+@pytest.mark.timeout(30)
+def test_tool_fitting_stops_when_the_assembly_is_cancelled() -> None:
+    import threading
+
+    from contextwright.errors import AssemblyCancelled
+    from contextwright.pipeline import cancel_on
+
+    stop = threading.Event()
+    stop.set()  # the request's deadline has passed
+    asm = Assembler("qa", budget=300, tool_tokens=1000, tool_policy="truncate")
+    start = time.perf_counter()
+    with cancel_on(stop), pytest.raises(AssemblyCancelled, match="tool"):
+        asm.assemble("q", [{"id": "a", "text": "Paris."}], tools=ANGLES)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_tool_fitting_checks_for_cancellation_between_passes() -> None:
+    from contextwright.errors import AssemblyCancelled
+
+    calls: list[str] = []
+
+    def checkpoint(where: str) -> None:
+        calls.append(where)
+        if len(calls) > 2:
+            raise AssemblyCancelled(f"cancelled before {where}")
+
+    with pytest.raises(AssemblyCancelled):
+        fit_tools(
+            ANGLES,
+            budget=1000,
+            tokenizer=get_tokenizer("cl100k_base"),
+            format=get_format("xml"),
+            policy="truncate",
+            checkpoint=checkpoint,
+        )
+    assert len(calls) == 3
+
+
+_FRAGMENTS = [
+    "x",
+    "word ",
+    "<",
+    ">",
+    "/",
+    "tool_output",
+    "</tool_output>",
+    '<tool_output name="a">',
+    "\u200b",
+    "\uff1c",
+    "[... truncated: 1 of 2 lines]",
+    "[SOURCE 1]",
+    "&lt;",
+    "é",
+    "  ",
+    "\t",
+    "\r",
+    "1",
+]
+_LINES = st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join)
+_CONTENT = st.lists(_LINES, min_size=0, max_size=30).map("\n".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    contents=st.lists(_CONTENT, min_size=1, max_size=5),
+    budget=st.integers(0, 400),
+    policy=st.sampled_from(["truncate", "drop_largest"]),
+    fmt=st.sampled_from(["xml", "sources", "markdown"]),
+    spec=st.sampled_from(["cl100k_base", "o200k_base", "chars", "hf"]),
+)
+def test_fitted_tools_always_fit_and_keep_valid_tags(
+    contents: list[str], budget: int, policy: str, fmt: str, spec: str, minilm_dir: Any
+) -> None:
+    from contextwright.render.parse import parse_tool_outputs
+
+    tokenizer = get_tokenizer(f"hf:{minilm_dir / 'tokenizer.json'}" if spec == "hf" else spec)
+    tools = [{"name": f"t{i}", "content": c} for i, c in enumerate(contents)]
+    r = fit_tools(tools, budget=budget, tokenizer=tokenizer, format=get_format(fmt), policy=policy)  # type: ignore[arg-type]
+    real = tokenizer.base.count(r.text) if r.text else 0
+    assert real == r.tokens <= budget
+    assert parse_tool_outputs(r.text) == list(r.kept)
+    names = [t["name"] for t in tools]
+    assert sorted([*r.kept, *r.dropped], key=names.index) == names and set(r.truncated) <= set(r.kept)
+    assert list(r.kept) == [n for n in names if n in r.kept]
+    for name in r.truncated:
+        body = r.text.split(f'<tool_output name="{name}">\n', 1)[1].split("\n</tool_output>", 1)[0]
+        marker = re.search(r"(?:\A|\n)\[\.\.\. truncated: (\d+) of (\d+) lines\]\Z", body)
+        assert marker is not None and 1 <= int(marker.group(1)) < int(marker.group(2))
+    full = fit_tools(tools, budget=10**6, tokenizer=tokenizer, format=get_format(fmt), policy=policy)  # type: ignore[arg-type]
+    if full.tokens <= budget:  # everything fits: nothing is cut or left out
+        assert r.text == full.text and not r.truncated and not r.dropped

@@ -105,7 +105,7 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             f"the named lists hold {total:,} chunks in all; at most {cfg.max_chunks:,} (max_chunks).",
             ["body", "chunks"],
         )
-    check_work(total, assembler.pipeline, cfg)
+    check_work(total, assembler.pipeline, cfg, tools=len(req.tools or ()))
     # An explicit "text": null stays, so the chunk is dropped as empty ("text is null"), not "has no text".
     given = {
         name: [
@@ -178,22 +178,25 @@ def check_strings(req: Any) -> None:
         raise Failure(422, "invalid-text", str(exc), loc) from None
 
 
-def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig) -> None:
-    """Refuse a request whose work (chunks × Σ stage work) exceeds ``max_request_work``."""
+def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig, *, tools: int = 0) -> None:
+    """Refuse a request whose work (chunks × Σ stage work + tool outputs × TOOL_WORK) exceeds
+    ``max_request_work``."""
     from contextwright.limits import stage_work
+    from contextwright.render.tools import TOOL_WORK
 
     per_chunk = sum(stage_work(s) for s in pipeline.stages)
-    work = chunks * per_chunk
+    work = chunks * per_chunk + tools * TOOL_WORK
     if work > cfg.max_request_work:
         heavy = ", ".join(f"{s.name} ({stage_work(s):,})" for s in pipeline.stages if stage_work(s) > 1)
+        outputs = f" + {tools:,} tool outputs × {TOOL_WORK}" if tools else ""
         raise Failure(
             422,
             "too-much-work",
             f"this request asks for {work:,} units of work ({chunks} chunks × {per_chunk:,} per chunk"
-            f"{'; ' + heavy if heavy else ''}), over this server's max_request_work of "
-            f"{cfg.max_request_work:,}; send fewer chunks or lower the stages' work settings "
-            "(num_perm, window).",
-            ["body", "config"],
+            f"{outputs}{'; ' + heavy if heavy else ''}), over this server's max_request_work of "
+            f"{cfg.max_request_work:,}; send fewer chunks{' or tool outputs' if tools else ''} or lower "
+            "the stages' work settings (num_perm, window).",
+            ["body", "tools" if tools and chunks * per_chunk <= cfg.max_request_work else "config"],
         )
 
 

@@ -53,7 +53,8 @@ class ServiceConfig:
         max_assemblers: How many distinct configurations to keep assemblers for.
         max_request_work: Most work one request may ask for: its number of chunks
             times the sum of its stages' work settings (``num_perm``, ``window``,
-            ...; see :mod:`contextwright.limits`). 422 ``too-much-work`` above.
+            ...; see :mod:`contextwright.limits`), plus 4 per tool output
+            (``render.tools.TOOL_WORK``). 422 ``too-much-work`` above.
         allow_templates: Accept ``{"type": "template"}`` formats from requests
             (a template can burn CPU, so it is off by default).
         allow_network_stages: Accept request stages with URL/endpoint settings
