@@ -158,7 +158,8 @@ NEAR = [{"name": f"t{i}", "content": "<tool\n" * 16000} for i in range(20)]  # e
         (ANGLES, 1000, "truncate", 20, True),  # the zone is shared: each output keeps its first lines
         (ANGLES, 1000, "drop_largest", 0, False),  # each output alone is 40k tokens
         (ANGLES, 100_000, "truncate", 20, True),
-        (ANGLES, 100_000, "drop_largest", 2, False),
+        # xml escapes "<" before a letter ("&lt;x\n" is 3 tokens), so one output is 60k tokens
+        (ANGLES, 100_000, "drop_largest", 1, False),
         (NEAR, 1000, "truncate", 20, True),
         (TAGS, 1000, "truncate", 0, False),  # one line each: nothing to cut at, so dropped
         (TAGS, 10**6, "truncate", 20, False),  # everything fits
