@@ -42,8 +42,7 @@ CHUNKS = [
 PRIOR = {"name": "canary", "positions": [1, 2, 3], "accuracy": [90.0, 50.0, 70.0], "closed_book": 40.0}
 # Settings whose values are only ever text in the output or names sent elsewhere, never opened:
 # a path-like value there is kept as the literal text.
-TEXT = {("group_merge", "separator"), ("doc_summaries", "summaries"), ("doc_summaries", "metadata_keys")}
-TEXT |= {("llm_compress", "model")}
+TEXT = {("doc_summaries", "summaries"), ("doc_summaries", "metadata_keys"), ("llm_compress", "model")}
 FIXED = ["/etc/passwd", "../x", "~/.ssh/id_rsa", "file:///etc/passwd", "C:\\x", "http://127.0.0.1:1/x"]
 
 

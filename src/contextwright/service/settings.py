@@ -78,6 +78,10 @@ class ServiceConfig:
         drain_grace_s: After SIGTERM, how long in-flight requests may take to finish
             while new ones get 503.
         body_timeout_s: A request body must arrive within this many seconds (408 after).
+        priors: Positional priors requests may name in a ``prior_order`` stage: name -> prior
+            file (a ``[service.priors]`` TOML table, paths relative to that file; or
+            ``CONTEXTWRIGHT_PRIORS=name=path,name=path``). Read once at start-up; a request
+            never names a file, only these names, ``liu2024`` or an inline prior.
 
     Example:
         >>> cfg = ServiceConfig.load("service.toml")      # then CONTEXTWRIGHT_* variables
@@ -114,6 +118,7 @@ class ServiceConfig:
     access_log: bool = True
     drain_grace_s: float = 10.0
     body_timeout_s: float = 30.0
+    priors: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         positive = ("port", "workers", "max_body_bytes", "max_chunks", "max_text_chars", "max_query_chars")
@@ -143,6 +148,7 @@ class ServiceConfig:
                 f"['https://app.example.com']; got {origins!r}."
             )
         object.__setattr__(self, "cors_origins", tuple(origins))
+        object.__setattr__(self, "priors", _prior_names(self.priors))
         if self.budget is not None and (
             isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0
         ):
@@ -195,7 +201,10 @@ class ServiceConfig:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, tuple):
+            if f.name == "priors":
+                if value:
+                    out[ENV_PREFIX + "PRIORS"] = ",".join(f"{name}={path}" for name, path in value)
+            elif isinstance(value, tuple):
                 out[ENV_PREFIX + f.name.upper()] = ",".join(value)
             elif value is not None:
                 out[ENV_PREFIX + f.name.upper()] = (
@@ -271,6 +280,11 @@ def _coerce(name: str, raw: str, where: str) -> Any:
             raise ConfigError(f"{where} must be a number; got {raw!r}.") from None
     if name == "cors_origins":
         return tuple(o.strip() for o in text.split(",") if o.strip())
+    if name == "priors":
+        pairs = [item.partition("=") for item in text.split(",") if item.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise ConfigError(f"{where} must be NAME=PATH pairs separated by commas; got {raw!r}.")
+        return tuple((n.strip(), p.strip()) for n, _, p in pairs)
     if name in _BOOL_FIELDS:
         if text.lower() in ("1", "true", "yes", "on"):
             return True
@@ -299,7 +313,44 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
             f"Valid: {', '.join(fields)}."
         )
     values = {k: v for k, v in table.items() if k in fields}
+    priors = values.get("priors")
+    if isinstance(priors, dict):  # paths relative to the TOML file, like api_keys_file
+        values["priors"] = {
+            k: str(path.parent / v) if isinstance(v, str) and v and not Path(v).is_absolute() else v
+            for k, v in priors.items()
+        }
     keys = values.get("api_keys_file")
     if isinstance(keys, str) and keys and not Path(keys).is_absolute():
         values["api_keys_file"] = str(path.parent / keys)  # relative to the TOML file
     return values
+
+
+#: Prior names that are built in (``contextwright.eval.priors.LIU_2024``); a server may not reuse them.
+BUILTIN_PRIORS = ("liu2024", "liu2024-gpt35-20doc")
+
+
+def _prior_names(value: Any) -> tuple[tuple[str, str], ...]:
+    """``priors`` as sorted (name, path) pairs, each name a plain word and no built-in name."""
+    items = value.items() if isinstance(value, Mapping) else value
+    try:
+        pairs = sorted((name, path) for name, path in items)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"service setting 'priors' must map names to prior files, e.g. {{reader = \"reader.json\"}}; "
+            f"got {value!r}."
+        ) from None
+    for name, path in pairs:
+        word = isinstance(name, str) and 0 < len(name) <= 100
+        if not word or not all(ch.isascii() and (ch.isalnum() or ch in "_.-") for ch in name):
+            raise ConfigError(
+                f"service setting 'priors': a name must be 1-100 letters, digits, '_', '.' or '-'; got {name!r}."
+            )
+        if name in BUILTIN_PRIORS:
+            raise ConfigError(
+                f"service setting 'priors': the name {name!r} is built in; choose another name."
+            )
+        if not isinstance(path, str) or not path:
+            raise ConfigError(
+                f"service setting 'priors': {name!r} needs the path of a prior file; got {path!r}."
+            )
+    return tuple(pairs)
