@@ -78,6 +78,14 @@ class ServiceConfig:
         drain_grace_s: After SIGTERM, how long in-flight requests may take to finish
             while new ones get 503.
         body_timeout_s: A request body must arrive within this many seconds (408 after).
+        auth_fail_limit: With keys, failed authentications (401s) one client address may have
+            within ``auth_fail_window_s``; past it the address gets 429 with ``Retry-After``,
+            no key checked, until the window ends. ``0`` turns it off (behind a proxy every
+            client has the proxy's address). At most 1,000,000.
+        auth_fail_window_s: The window of ``auth_fail_limit``, from an address's first failure
+            (1 to 86,400 seconds).
+        auth_fail_max_clients: Most client addresses whose failures are remembered (the least
+            recently failed are forgotten first); 1 to 1,000,000.
         priors: Positional priors requests may name in a ``prior_order`` stage: name -> prior
             file (a ``[service.priors]`` TOML table, paths relative to that file; or
             ``CONTEXTWRIGHT_PRIORS=name=path,name=path``). Read once at start-up; a request
@@ -118,6 +126,9 @@ class ServiceConfig:
     access_log: bool = True
     drain_grace_s: float = 10.0
     body_timeout_s: float = 30.0
+    auth_fail_limit: int = 10
+    auth_fail_window_s: float = 60.0
+    auth_fail_max_clients: int = 10_000
     priors: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
@@ -149,6 +160,7 @@ class ServiceConfig:
             )
         object.__setattr__(self, "cors_origins", tuple(origins))
         object.__setattr__(self, "priors", _prior_names(self.priors))
+        _check_auth_limits(self)
         if self.budget is not None and (
             isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0
         ):
@@ -258,8 +270,10 @@ _INT_FIELDS = {
     "max_assemblers",
     "max_request_work",
     "rate_limit_burst",
+    "auth_fail_limit",
+    "auth_fail_max_clients",
 }
-_FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s"}
+_FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s", "auth_fail_window_s"}
 _BOOL_FIELDS = {"allow_templates", "allow_network_stages", "open_healthz", "open_metrics", "access_log"}
 
 
@@ -354,3 +368,18 @@ def _prior_names(value: Any) -> tuple[tuple[str, str], ...]:
                 f"service setting 'priors': {name!r} needs the path of a prior file; got {path!r}."
             )
     return tuple(pairs)
+
+
+def _check_auth_limits(cfg: ServiceConfig) -> None:
+    """``auth_fail_limit`` 0-1,000,000, ``auth_fail_window_s`` 1-86,400 s, ``auth_fail_max_clients`` 1-1,000,000."""
+    for name, low, note in (("auth_fail_limit", 0, " (off)"), ("auth_fail_max_clients", 1, "")):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1_000_000:
+            raise ConfigError(
+                f"service setting {name!r} must be an integer from {low}{note} to 1000000; got {value!r}."
+            )
+    window = cfg.auth_fail_window_s
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or not 1 <= window <= 86_400:
+        raise ConfigError(
+            f"service setting 'auth_fail_window_s' must be a number of seconds from 1 to 86400; got {window!r}."
+        )
