@@ -117,3 +117,24 @@ def test_an_adversarial_list_name_is_answered_at_once(client: TestClient) -> Non
     r = client.post("/v1/assemble", json={"query": "q", "chunks": {"[" * 200_000: [{"text": "a"}]}})
     assert time.perf_counter() - start < 1.0
     assert r.status_code == 422 and len(r.content) < 4_000
+
+
+@pytest.mark.parametrize("key", ["1" * 5000, "a" * 200_000, "12"])
+def test_a_lone_surrogate_under_any_metadata_key_is_a_short_422(client: TestClient, key: str) -> None:
+    # The surrogate check's message names the key; it used to become the loc through int() of
+    # every digit run (a 500 over 4,300 digits) and be echoed whole.
+    body = '{"query":"q","chunks":[{"text":"a","metadata":{"' + key + '":"\\ud800"}}]}'
+    start = time.perf_counter()
+    r = client.post("/v1/assemble", content=body, headers={"content-type": "application/json"})
+    assert time.perf_counter() - start < 1.0
+    assert r.status_code == 422, r.text[:300]
+    problem = r.json()
+    assert problem["code"] == "invalid-text" and len(r.content) < 4_000
+    assert problem["loc"][:5] == [
+        "body",
+        "chunks",
+        0,
+        "metadata",
+        key if len(key) < 100 else problem["loc"][4],
+    ]
+    assert "lone surrogate" in problem["detail"]
