@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from contextwright.service import ServiceConfig, create_app
 from contextwright.service.middleware import _REQUEST_ID
-from contextwright.service.problems import _union_tag, config_loc, input_loc
+from contextwright.service.problems import _union_tag, config_loc, dotted_loc, input_loc
 from contextwright.service.references import reference_kind
 from contextwright.service.security import _NETWORK_SETTING
 
@@ -45,6 +45,8 @@ def adversarial(n: int) -> list[str]:
         "/" * n,
         "x:" * (n // 2),
         "_env" * (n // 4) + "!",
+        "[1]" * (n // 3),
+        "a." * (n // 2),
     ]
 
 
@@ -57,6 +59,7 @@ def timed(fn: Callable[[str], Any], text: str) -> float:
 FUNCTIONS: dict[str, Callable[[str], Any]] = {
     "problems._union_tag": _union_tag,
     "problems.input_loc": input_loc,
+    "problems.dotted_loc": dotted_loc,
     "problems.config_loc": lambda s: config_loc(s, ["body", "config"]),
     "middleware._REQUEST_ID": _REQUEST_ID.match,
     "security._NETWORK_SETTING": _NETWORK_SETTING.search,
@@ -86,6 +89,8 @@ def test_stage_and_chunk_paths_keep_their_numbers() -> None:
     assert input_loc("history[2].role: bad") == ["body", "history", 2, "role"]
     assert config_loc("stages[3]: bad", ["body", "config"]) == ["body", "config", "stages", 3]
     assert input_loc("chunks[" + "1" * 5000 + "]: bad") == ["body", "chunks"]  # no int() of 5,000 digits
+    assert dotted_loc("body.chunks[0].metadata.12") == ["body", "chunks", 0, "metadata", "12"]
+    assert dotted_loc("body.history[2][3].x[") == ["body", "history", 2, 3, "x["]
 
 
 @pytest.fixture(scope="module")

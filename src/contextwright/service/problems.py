@@ -31,6 +31,7 @@ __all__ = [
     "Loc",
     "add_handlers",
     "body_too_large",
+    "capped",
     "config_loc",
     "input_loc",
     "problem_body",
@@ -120,6 +121,26 @@ _HISTORY_PATH = re.compile(r"^history\[(\d{1,9})\](?:\.(\w+))?")
 _STAGE_PATH = re.compile(r"^stages\[(\d{1,9})\]")
 
 
+def dotted_loc(path: str) -> Loc:
+    """``body.chunks[0].metadata.12`` -> body/chunks/0/metadata/"12": ``[n]`` is an index, a dotted
+    part a key (kept a string, capped); linear in the path."""
+    loc: Loc = []
+    for segment in path.split("."):
+        indices: list[str | int] = []
+        end = len(segment)  # peel "[n]" groups from the right, each scanned once
+        while end > 0 and segment[end - 1] == "]":
+            start = segment.rfind("[", max(0, end - 11), end - 1)
+            number = segment[start + 1 : end - 1]
+            if start < 0 or not number.isdigit():
+                break
+            indices.append(int(number))
+            end = start
+        if end:
+            loc.append(capped(segment[:end]))
+        loc.extend(reversed(indices))
+    return loc
+
+
 def input_loc(message: str) -> Loc:
     """The field path an InputError message names (``chunks[3].score`` -> body/chunks/3/score)."""
     m = _CHUNK_PATH.match(message)
@@ -166,7 +187,7 @@ def _union_tag(part: Any) -> bool:
     return opening >= 0 and part.find("]", opening + 1) >= 0
 
 
-def _capped(part: str | int) -> str | int:
+def capped(part: str | int) -> str | int:
     """A location part short enough to echo: a long key keeps its start and says its length."""
     if isinstance(part, str) and len(part) > 2 * _SHOWN_KEY:
         return f"{part[:_SHOWN_KEY]}… ({len(part)} characters)"
@@ -252,7 +273,7 @@ def add_handlers(app: FastAPI) -> None:
             raw = list(e.get("loc", ()))
             keep = raw[-1:] if e.get("type") == "extra_forbidden" else []  # the unknown key itself
             parts = [p for p in raw[: len(raw) - len(keep)] if not _union_tag(p)] + keep
-            loc: Loc = [_capped(p if isinstance(p, int) else str(p)) for p in parts]
+            loc: Loc = [capped(p if isinstance(p, int) else str(p)) for p in parts]
             msg = str(e.get("msg", ""))
             if e.get("type") == "extra_forbidden":
                 named = _unknown_field(request, loc)  # lists the valid fields itself
