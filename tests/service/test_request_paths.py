@@ -205,3 +205,21 @@ def test_priors_come_from_toml_and_the_environment(tmp_path: Path) -> None:
     assert dict(cfg.priors) == {"reader": str(tmp_path / "p.json")}  # relative to the TOML file
     again = ServiceConfig.load(env=cfg.to_env())
     assert again.priors == cfg.priors
+
+
+def test_a_tokenizer_refusal_tells_nothing_about_the_working_directory(
+    client: TestClient, traps: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "keys.txt").write_text("secret")
+    (tmp_path / ".env").write_text("X=1")
+    (tmp_path / "tok").mkdir()
+    monkeypatch.chdir(tmp_path)
+    details = set()
+    for value in ("keys.txt", ".env", "tok", "tokenizer.json", "nothing-here.txt", "no-such-name"):
+        problem = post(client, {"query": "q", "chunks": CHUNKS, "tokenizer": value}, traps["fifo"]).json()
+        assert problem["status"] == 422 and problem["loc"] == ["body", "tokenizer"], problem
+        details.add(problem["detail"].replace(repr(value), "VALUE"))
+    assert len(details) == 1, details
+    for value in ("cl100k_base", "o200k_base", "gpt-4o", "chars:4"):
+        r = post(client, {"query": "q", "chunks": CHUNKS, "tokenizer": value}, traps["fifo"])
+        assert r.status_code == 200, r.json()
