@@ -83,7 +83,8 @@ class Assemblers:
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
                 raise Failure(422, "invalid-option", str(exc), config_loc(str(exc), loc)) from None
 
-        vet_tokenizer(o["tokenizer"])
+        if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
+            vet_tokenizer(o["tokenizer"])
         model = check(["body", "model"], lambda: get_model(o["model"])) if o["model"] else None
         tokenizer = o["tokenizer"] or (model.tokenizer if model is not None else "cl100k_base")
         check(

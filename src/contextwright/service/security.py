@@ -194,17 +194,44 @@ _NETWORK_SETTING = re.compile(r"url|endpoint|host|api_key|_env$", re.IGNORECASE)
 
 
 def vet_tokenizer(spec: str | None) -> None:
-    """Refuse a tokenizer spec that names a file on the server."""
-    if spec and (spec.endswith(".json") or os.path.exists(spec)):
-        # get_tokenizer also loads tokenizer.json files and directories; a request must not
-        # make the server open its own files.
-        raise Failure(
-            422,
-            "invalid-option",
-            f"tokenizer {spec!r} names a file; pass a tokenizer name such as 'cl100k_base', "
-            "'o200k_base' or 'chars:4'.",
-            ["body", "tokenizer"],
-        )
+    """Refuse a request's tokenizer spec unless it is a name resolved without the server's files.
+
+    Accepted: ``chars``/``chars:N``, ``hf:...`` (the schema allows no path separator), a name
+    given to :func:`contextwright.tokens.register_tokenizer`, and tiktoken encoding and model
+    names. Anything else (a file, a directory, a typo) gets the same 422, decided without
+    looking at the disk: the library would load a ``tokenizer.json`` or a directory by that
+    name, and an answer that depended on the disk would tell which files exist.
+    """
+    if not spec or _known_tokenizer(spec):
+        return
+    raise Failure(
+        422,
+        "invalid-option",
+        f"tokenizer {spec!r} is not a tokenizer name this server knows (a request's tokenizer never "
+        "names a file); pass an encoding such as 'cl100k_base' or 'o200k_base', a model name such "
+        "as 'gpt-4o', 'chars:4', or a name registered on the server.",
+        ["body", "tokenizer"],
+    )
+
+
+def _known_tokenizer(spec: str) -> bool:
+    if spec == "chars" or spec.startswith(("chars:", "hf:")):
+        return True
+    from contextwright import tokens
+
+    if spec in tokens._FACTORIES:  # register_tokenizer's names (read-only; no public list yet)
+        return True
+    try:
+        import tiktoken
+    except ImportError:
+        return False
+    if spec in tiktoken.list_encoding_names():
+        return True
+    try:
+        tiktoken.encoding_name_for_model(spec)
+    except KeyError:
+        return False
+    return True
 
 
 def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> None:
