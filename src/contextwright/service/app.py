@@ -76,7 +76,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
 def _answers(cfg: ServiceConfig) -> tuple[int, ...]:
     """The problem statuses any route may answer with these settings."""
     keys = (401,) if cfg.api_keys_file else ()
-    rate = (429,) if cfg.rate_limit_per_s > 0 else ()
+    rate = (429,) if cfg.rate_limit_per_s > 0 or (cfg.api_keys_file and cfg.auth_fail_limit > 0) else ()
     return (400, *keys, 408, 413, 422, *rate, 500, 503)
 
 

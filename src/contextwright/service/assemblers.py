@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextwright.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
 from contextwright.service.problems import Failure, Loc, config_loc
+from contextwright.service.references import load_priors, screen_stages
 from contextwright.service.security import vet_pipeline, vet_tokenizer
 from contextwright.service.settings import ServiceConfig
 
@@ -44,6 +45,7 @@ class Assemblers:
     def __init__(self, config: ServiceConfig, resources: Mapping[str, Any]) -> None:
         self.config = config
         self.resources = dict(resources)
+        self.priors = load_priors(config)  # the server's named priors, read once, here at start-up
         self._cache: OrderedDict[str, Assembler] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -81,7 +83,8 @@ class Assemblers:
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
                 raise Failure(422, "invalid-option", str(exc), config_loc(str(exc), loc)) from None
 
-        vet_tokenizer(o["tokenizer"])
+        if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
+            vet_tokenizer(o["tokenizer"])
         model = check(["body", "model"], lambda: get_model(o["model"])) if o["model"] else None
         tokenizer = o["tokenizer"] or (model.tokenizer if model is not None else "cl100k_base")
         check(
@@ -99,6 +102,8 @@ class Assemblers:
                 {"preset": o["preset"], **o["config"]} if "stages" not in o["config"] else dict(o["config"])
             )
             loc = ["body", "config"]
+            if "stages" in config:  # built below: a stage may read what its settings name
+                config["stages"] = screen_stages(config["stages"], self.config, self.priors)
             if "preset" in o["config"]:
                 check(["body", "config", "preset"], lambda: get_preset(str(o["config"]["preset"])))
         pipeline = check(loc, lambda: pipeline_from_config(config, order=o["order"], format=o["format"]))

@@ -29,7 +29,7 @@ from contextwright.service.problems import (
     problem_body,
     send_problem,
 )
-from contextwright.service.security import ApiKeys, RateLimiter
+from contextwright.service.security import ApiKeys, AuthFailures, RateLimiter
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -245,18 +245,28 @@ class Auth:
     about which keys exist. The key's id (never the key) goes to ``scope["state"]["key_id"]``.
     """
 
-    def __init__(self, app: ASGIApp, *, keys: ApiKeys, open_paths: frozenset[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, keys: ApiKeys, open_paths: frozenset[str], failures: AuthFailures | None = None
+    ) -> None:
         self.app = app
         self.keys = keys
         self.open_paths = open_paths
+        self.failures = failures
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        if self.failures is not None and (wait := self.failures.wait(address)) > 0:
+            await self._too_many(send, wait)
+            return
         scheme, _, token = (_header(scope, b"authorization") or "").strip().partition(" ")
         key_id = self.keys.identify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
         if key_id is None:
+            if self.failures is not None:
+                self.failures.record(address)
             body = problem_body(
                 401,
                 "unauthorized",
@@ -266,6 +276,18 @@ class Auth:
             return
         _state(scope)["key_id"] = key_id
         await self.app(scope, receive, send)
+
+    async def _too_many(self, send: Send, wait: float) -> None:
+        assert self.failures is not None
+        retry = RateLimiter.retry_after(wait)
+        body = problem_body(
+            429,
+            "too-many-failed-keys",
+            f"{self.failures.limit} failed authentications from this address within "
+            f"{self.failures.window_s:g} s (auth_fail_limit, auth_fail_window_s); no key is checked "
+            f"until the window ends. Retry after {retry} s with a valid key.",
+        )
+        await send_problem(send, body, [(b"retry-after", retry.encode())])
 
 
 class RateLimit:
@@ -311,7 +333,16 @@ def add_middleware(
         open_paths = frozenset(
             p for p, is_open in (("/healthz", cfg.open_healthz), ("/metrics", cfg.open_metrics)) if is_open
         )
-        app.add_middleware(Auth, keys=keys, open_paths=open_paths)
+        failures = (
+            AuthFailures(
+                limit=cfg.auth_fail_limit,
+                window_s=cfg.auth_fail_window_s,
+                max_clients=cfg.auth_fail_max_clients,
+            )
+            if cfg.auth_fail_limit > 0
+            else None
+        )
+        app.add_middleware(Auth, keys=keys, open_paths=open_paths, failures=failures)
     app.add_middleware(Admission, lifecycle=lifecycle, exempt=probes)
     if cfg.cors_origins:
         from starlette.middleware.cors import CORSMiddleware

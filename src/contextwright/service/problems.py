@@ -31,6 +31,7 @@ __all__ = [
     "Loc",
     "add_handlers",
     "body_too_large",
+    "capped",
     "config_loc",
     "input_loc",
     "problem_body",
@@ -113,9 +114,31 @@ def body_too_large(limit: int) -> str:
     return f"request body exceeds the limit of {limit} bytes (max_body_bytes); send fewer or shorter chunks."
 
 
-_CHUNK_PATH = re.compile(r"^chunks\[(\d+)\](?:\.((?:metadata\.)?\w+))?")
-_HISTORY_PATH = re.compile(r"^history\[(\d+)\](?:\.(\w+))?")
-_STAGE_PATH = re.compile(r"^stages\[(\d+)\]")
+# Anchored, one bounded or single unbounded run each: linear in the message. Indices have at most
+# 9 digits, so int() never meets a number too long to convert.
+_CHUNK_PATH = re.compile(r"^chunks\[(\d{1,9})\](?:\.((?:metadata\.)?\w+))?")
+_HISTORY_PATH = re.compile(r"^history\[(\d{1,9})\](?:\.(\w+))?")
+_STAGE_PATH = re.compile(r"^stages\[(\d{1,9})\]")
+
+
+def dotted_loc(path: str) -> Loc:
+    """``body.chunks[0].metadata.12`` -> body/chunks/0/metadata/"12": ``[n]`` is an index, a dotted
+    part a key (kept a string, capped); linear in the path."""
+    loc: Loc = []
+    for segment in path.split("."):
+        indices: list[str | int] = []
+        end = len(segment)  # peel "[n]" groups from the right, each scanned once
+        while end > 0 and segment[end - 1] == "]":
+            start = segment.rfind("[", max(0, end - 11), end - 1)
+            number = segment[start + 1 : end - 1]
+            if start < 0 or not number.isdigit():
+                break
+            indices.append(int(number))
+            end = start
+        if end:
+            loc.append(capped(segment[:end]))
+        loc.extend(reversed(indices))
+    return loc
 
 
 def input_loc(message: str) -> Loc:
@@ -142,12 +165,33 @@ def config_loc(message: str, base: Loc) -> Loc:
     return base
 
 
-_UNION_TAG = re.compile(r"^(str|int|float|bool|none|constrained-\w+|function-\w+|.*\[.*\].*)$")
+_SCALAR_TAGS = frozenset({"str", "int", "float", "bool", "none"})
+_SHOWN_KEY = 60  # characters of a long key kept in a location
 
 
 def _union_tag(part: Any) -> bool:
-    """Whether a pydantic error-location part names a union member (``literal[...]``), not a field."""
-    return isinstance(part, str) and bool(_UNION_TAG.match(part))
+    """Whether a pydantic error-location part names a union member (``literal[...]``), not a field.
+
+    String operations only (no pattern): a location part can be a request's key of any length,
+    and this runs on the event loop.
+    """
+    if not isinstance(part, str) or "\n" in part:
+        return False
+    if part in _SCALAR_TAGS:
+        return True
+    for prefix in ("constrained-", "function-"):
+        rest = part[len(prefix) :] if part.startswith(prefix) else ""
+        if rest and all(ch.isalnum() or ch == "_" for ch in rest):
+            return True
+    opening = part.find("[")
+    return opening >= 0 and part.find("]", opening + 1) >= 0
+
+
+def capped(part: str | int) -> str | int:
+    """A location part short enough to echo: a long key keeps its start and says its length."""
+    if isinstance(part, str) and len(part) > 2 * _SHOWN_KEY:
+        return f"{part[:_SHOWN_KEY]}… ({len(part)} characters)"
+    return part
 
 
 def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -226,7 +270,10 @@ def add_handlers(app: FastAPI) -> None:
     async def on_validation(request: Request, exc: RequestValidationError) -> Any:
         errors: list[dict[str, Any]] = []
         for e in exc.errors():
-            loc: Loc = [p if isinstance(p, int) else str(p) for p in e.get("loc", ()) if not _union_tag(p)]
+            raw = list(e.get("loc", ()))
+            keep = raw[-1:] if e.get("type") == "extra_forbidden" else []  # the unknown key itself
+            parts = [p for p in raw[: len(raw) - len(keep)] if not _union_tag(p)] + keep
+            loc: Loc = [capped(p if isinstance(p, int) else str(p)) for p in parts]
             msg = str(e.get("msg", ""))
             if e.get("type") == "extra_forbidden":
                 named = _unknown_field(request, loc)  # lists the valid fields itself

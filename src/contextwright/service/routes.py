@@ -23,7 +23,7 @@ from contextwright.errors import (
 from contextwright.service.assemblers import Assemblers
 from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
-from contextwright.service.problems import VALID_KEYS, Failure, Loc, input_loc, responses
+from contextwright.service.problems import VALID_KEYS, Failure, Loc, dotted_loc, input_loc, responses
 from contextwright.service.runner import Runner
 from contextwright.service.schemas import (
     AssembleResponse,
@@ -171,11 +171,10 @@ def check_strings(req: Any) -> None:
     try:
         check_tree(req.model_dump(), "body")
     except InputError as exc:
-        where = str(exc).split(" ", 1)[0]
-        loc: Loc = [
-            int(p) if p.isdigit() else p for p in where.replace("[", ".").replace("]", "").split(".") if p
-        ]
-        raise Failure(422, "invalid-text", str(exc), loc) from None
+        where, _, rest = str(exc).partition(" ")
+        loc = dotted_loc(where)  # the path names request keys: keep them short in the answer
+        shown = where if len(where) <= 240 else ".".join(str(p) for p in loc)
+        raise Failure(422, "invalid-text", f"{shown} {rest}", loc) from None
 
 
 def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig, *, tools: int = 0) -> None:

@@ -3,6 +3,7 @@
 * :class:`ApiKeys`: the keys of ``api_keys_file``, kept as SHA-256 hashes and
   compared in constant time;
 * :class:`RateLimiter`: a token bucket per key (or client address);
+* :class:`AuthFailures`: failed authentications per client address (429 past a limit);
 * :func:`vet_tokenizer`, :func:`vet_pipeline`: no server files, templates or
   network calls chosen by a request.
 """
@@ -25,7 +26,7 @@ from contextwright.errors import ConfigError
 from contextwright.service.problems import Failure, Loc
 from contextwright.service.settings import ServiceConfig
 
-__all__ = ["ApiKeys", "RateLimiter", "vet_pipeline", "vet_tokenizer"]
+__all__ = ["ApiKeys", "AuthFailures", "RateLimiter", "vet_pipeline", "vet_tokenizer"]
 
 _HASH = re.compile(r"^sha256:([0-9a-fA-F]{64})$")
 
@@ -35,7 +36,9 @@ class ApiKeys:
 
     File format, one key per line: ``KEY``, or ``NAME KEY`` (``NAME`` is the id the
     access log shows), or ``NAME sha256:HEX`` (the hex SHA-256 of the key, so the
-    file holds no usable secret). Blank lines and ``#`` comments are skipped.
+    file holds no usable secret). Blank lines and ``#`` comments are skipped; a comment starts
+    at the beginning of a line or after a space, and a ``#`` inside a word (a key or a name) is
+    refused at start-up rather than read as the start of a comment.
     Without a name, the id is ``key-`` and the first 8 hex digits of the hash.
 
     Example:
@@ -61,10 +64,9 @@ class ApiKeys:
             ) from None
         entries: dict[str, bytes] = {}
         for n, line in enumerate(lines, 1):
-            text = line.split("#", 1)[0].strip()
-            if not text:
+            parts = _words(line, where, n)
+            if not parts:
                 continue
-            parts = text.split()
             if len(parts) > 2:
                 raise ConfigError(
                     f"api_keys_file {where!r} line {n}: expected 'KEY' or 'NAME KEY', got {len(parts)} words."
@@ -96,6 +98,60 @@ class ApiKeys:
             if hmac.compare_digest(stored, digest):  # no early exit: the time does not depend on which
                 found = key_id
         return found
+
+
+def _words(line: str, where: str, n: int) -> list[str]:
+    """The words of a keys-file line before its comment; a '#' inside a word is an error."""
+    words: list[str] = []
+    for word in line.split():
+        if word.startswith("#"):
+            break
+        if "#" in word:
+            # Never echo the word: it may be a key.
+            raise ConfigError(
+                f"api_keys_file {where!r} line {n}: '#' inside a word (word {len(words) + 1}); a key or "
+                "name may not contain '#', which starts a comment only at the start of a line or after "
+                "a space. Make a new key with python -c 'import secrets; print(secrets.token_urlsafe(32))'."
+            )
+        words.append(word)
+    return words
+
+
+class AuthFailures:
+    """Failed authentications per client address: ``limit`` in ``window_s`` seconds, then a wait.
+
+    A fixed window opens at an address's first failure; once it holds ``limit`` failures, the
+    address waits until the window ends (the server answers 429 without checking a key, so
+    guessing stops there). Success does not clear the count: a client holding one key cannot
+    use it to keep guessing others. Used from the event loop only (no lock); it remembers at
+    most ``max_clients`` addresses, dropping the least recently failed.
+    """
+
+    def __init__(self, *, limit: int, window_s: float, max_clients: int = 10_000) -> None:
+        self.limit = limit
+        self.window_s = float(window_s)
+        self.max_clients = max_clients
+        self._seen: OrderedDict[str, tuple[float, int]] = OrderedDict()  # address -> (start, failures)
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def wait(self, client: str, now: float | None = None) -> float:
+        """0 when ``client`` may try a key, else the seconds until it may."""
+        now = time.monotonic() if now is None else now
+        start, count = self._seen.get(client, (now, 0))
+        end = start + self.window_s
+        return end - now if count >= self.limit and now < end else 0.0
+
+    def record(self, client: str, now: float | None = None) -> None:
+        """Count one failed authentication of ``client``."""
+        now = time.monotonic() if now is None else now
+        start, count = self._seen.pop(client, (now, 0))
+        if now >= start + self.window_s:
+            start, count = now, 0
+        self._seen[client] = (start, count + 1)
+        while len(self._seen) > self.max_clients:
+            self._seen.popitem(last=False)
 
 
 class RateLimiter:
@@ -138,17 +194,44 @@ _NETWORK_SETTING = re.compile(r"url|endpoint|host|api_key|_env$", re.IGNORECASE)
 
 
 def vet_tokenizer(spec: str | None) -> None:
-    """Refuse a tokenizer spec that names a file on the server."""
-    if spec and (spec.endswith(".json") or os.path.exists(spec)):
-        # get_tokenizer also loads tokenizer.json files and directories; a request must not
-        # make the server open its own files.
-        raise Failure(
-            422,
-            "invalid-option",
-            f"tokenizer {spec!r} names a file; pass a tokenizer name such as 'cl100k_base', "
-            "'o200k_base' or 'chars:4'.",
-            ["body", "tokenizer"],
-        )
+    """Refuse a request's tokenizer spec unless it is a name resolved without the server's files.
+
+    Accepted: ``chars``/``chars:N``, ``hf:...`` (the schema allows no path separator), a name
+    given to :func:`contextwright.tokens.register_tokenizer`, and tiktoken encoding and model
+    names. Anything else (a file, a directory, a typo) gets the same 422, decided without
+    looking at the disk: the library would load a ``tokenizer.json`` or a directory by that
+    name, and an answer that depended on the disk would tell which files exist.
+    """
+    if not spec or _known_tokenizer(spec):
+        return
+    raise Failure(
+        422,
+        "invalid-option",
+        f"tokenizer {spec!r} is not a tokenizer name this server knows (a request's tokenizer never "
+        "names a file); pass an encoding such as 'cl100k_base' or 'o200k_base', a model name such "
+        "as 'gpt-4o', 'chars:4', or a name registered on the server.",
+        ["body", "tokenizer"],
+    )
+
+
+def _known_tokenizer(spec: str) -> bool:
+    if spec == "chars" or spec.startswith(("chars:", "hf:")):
+        return True
+    from contextwright import tokens
+
+    if spec in tokens._FACTORIES:  # register_tokenizer's names (read-only; no public list yet)
+        return True
+    try:
+        import tiktoken
+    except ImportError:
+        return False
+    if spec in tiktoken.list_encoding_names():
+        return True
+    try:
+        tiktoken.encoding_name_for_model(spec)
+    except KeyError:
+        return False
+    return True
 
 
 def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> None:

@@ -79,6 +79,18 @@ class ServiceConfig:
         drain_grace_s: After SIGTERM, how long in-flight requests may take to finish
             while new ones get 503.
         body_timeout_s: A request body must arrive within this many seconds (408 after).
+        auth_fail_limit: With keys, failed authentications (401s) one client address may have
+            within ``auth_fail_window_s``; past it the address gets 429 with ``Retry-After``,
+            no key checked, until the window ends. ``0`` turns it off (behind a proxy every
+            client has the proxy's address). At most 1,000,000.
+        auth_fail_window_s: The window of ``auth_fail_limit``, from an address's first failure
+            (1 to 86,400 seconds).
+        auth_fail_max_clients: Most client addresses whose failures are remembered (the least
+            recently failed are forgotten first); 1 to 1,000,000.
+        priors: Positional priors requests may name in a ``prior_order`` stage: name -> prior
+            file (a ``[service.priors]`` TOML table, paths relative to that file; or
+            ``CONTEXTWRIGHT_PRIORS=name=path,name=path``). Read once at start-up; a request
+            never names a file, only these names, ``liu2024`` or an inline prior.
 
     Example:
         >>> cfg = ServiceConfig.load("service.toml")      # then CONTEXTWRIGHT_* variables
@@ -115,6 +127,10 @@ class ServiceConfig:
     access_log: bool = True
     drain_grace_s: float = 10.0
     body_timeout_s: float = 30.0
+    auth_fail_limit: int = 10
+    auth_fail_window_s: float = 60.0
+    auth_fail_max_clients: int = 10_000
+    priors: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         positive = ("port", "workers", "max_body_bytes", "max_chunks", "max_text_chars", "max_query_chars")
@@ -144,6 +160,8 @@ class ServiceConfig:
                 f"['https://app.example.com']; got {origins!r}."
             )
         object.__setattr__(self, "cors_origins", tuple(origins))
+        object.__setattr__(self, "priors", _prior_names(self.priors))
+        _check_auth_limits(self)
         if self.budget is not None and (
             isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0
         ):
@@ -196,7 +214,10 @@ class ServiceConfig:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, tuple):
+            if f.name == "priors":
+                if value:
+                    out[ENV_PREFIX + "PRIORS"] = ",".join(f"{name}={path}" for name, path in value)
+            elif isinstance(value, tuple):
                 out[ENV_PREFIX + f.name.upper()] = ",".join(value)
             elif value is not None:
                 out[ENV_PREFIX + f.name.upper()] = (
@@ -250,8 +271,10 @@ _INT_FIELDS = {
     "max_assemblers",
     "max_request_work",
     "rate_limit_burst",
+    "auth_fail_limit",
+    "auth_fail_max_clients",
 }
-_FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s"}
+_FLOAT_FIELDS = {"timeout_s", "drain_grace_s", "body_timeout_s", "rate_limit_per_s", "auth_fail_window_s"}
 _BOOL_FIELDS = {"allow_templates", "allow_network_stages", "open_healthz", "open_metrics", "access_log"}
 
 
@@ -272,6 +295,11 @@ def _coerce(name: str, raw: str, where: str) -> Any:
             raise ConfigError(f"{where} must be a number; got {raw!r}.") from None
     if name == "cors_origins":
         return tuple(o.strip() for o in text.split(",") if o.strip())
+    if name == "priors":
+        pairs = [item.partition("=") for item in text.split(",") if item.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise ConfigError(f"{where} must be NAME=PATH pairs separated by commas; got {raw!r}.")
+        return tuple((n.strip(), p.strip()) for n, _, p in pairs)
     if name in _BOOL_FIELDS:
         if text.lower() in ("1", "true", "yes", "on"):
             return True
@@ -300,7 +328,59 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
             f"Valid: {', '.join(fields)}."
         )
     values = {k: v for k, v in table.items() if k in fields}
+    priors = values.get("priors")
+    if isinstance(priors, dict):  # paths relative to the TOML file, like api_keys_file
+        values["priors"] = {
+            k: str(path.parent / v) if isinstance(v, str) and v and not Path(v).is_absolute() else v
+            for k, v in priors.items()
+        }
     keys = values.get("api_keys_file")
     if isinstance(keys, str) and keys and not Path(keys).is_absolute():
         values["api_keys_file"] = str(path.parent / keys)  # relative to the TOML file
     return values
+
+
+#: Prior names that are built in (``contextwright.eval.priors.LIU_2024``); a server may not reuse them.
+BUILTIN_PRIORS = ("liu2024", "liu2024-gpt35-20doc")
+
+
+def _prior_names(value: Any) -> tuple[tuple[str, str], ...]:
+    """``priors`` as sorted (name, path) pairs, each name a plain word and no built-in name."""
+    items = value.items() if isinstance(value, Mapping) else value
+    try:
+        pairs = sorted((name, path) for name, path in items)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"service setting 'priors' must map names to prior files, e.g. {{reader = \"reader.json\"}}; "
+            f"got {value!r}."
+        ) from None
+    for name, path in pairs:
+        word = isinstance(name, str) and 0 < len(name) <= 100
+        if not word or not all(ch.isascii() and (ch.isalnum() or ch in "_.-") for ch in name):
+            raise ConfigError(
+                f"service setting 'priors': a name must be 1-100 letters, digits, '_', '.' or '-'; got {name!r}."
+            )
+        if name in BUILTIN_PRIORS:
+            raise ConfigError(
+                f"service setting 'priors': the name {name!r} is built in; choose another name."
+            )
+        if not isinstance(path, str) or not path:
+            raise ConfigError(
+                f"service setting 'priors': {name!r} needs the path of a prior file; got {path!r}."
+            )
+    return tuple(pairs)
+
+
+def _check_auth_limits(cfg: ServiceConfig) -> None:
+    """``auth_fail_limit`` 0-1,000,000, ``auth_fail_window_s`` 1-86,400 s, ``auth_fail_max_clients`` 1-1,000,000."""
+    for name, low, note in (("auth_fail_limit", 0, " (off)"), ("auth_fail_max_clients", 1, "")):
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1_000_000:
+            raise ConfigError(
+                f"service setting {name!r} must be an integer from {low}{note} to 1000000; got {value!r}."
+            )
+    window = cfg.auth_fail_window_s
+    if isinstance(window, bool) or not isinstance(window, (int, float)) or not 1 <= window <= 86_400:
+        raise ConfigError(
+            f"service setting 'auth_fail_window_s' must be a number of seconds from 1 to 86400; got {window!r}."
+        )

@@ -16,7 +16,7 @@ across budgets.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -165,8 +165,9 @@ class PriorOrder:
     """Put the strongest chunks where *your* reader reads best, from a measured positional prior.
 
     ``prior`` is a prior file (JSON/TOML, as written by ``contextwright eval
-    --reader ... --positions K --prior-out FILE``) or ``liu2024`` (Liu et al.,
-    GPT-3.5). For n blocks, each position ``i`` gets the prior's expected
+    --reader ... --positions K --prior-out FILE``), ``liu2024`` (Liu et al.,
+    GPT-3.5), or the mapping such a file holds (inline data: the only form,
+    besides the server's own names, that the HTTP service accepts). For n blocks, each position ``i`` gets the prior's expected
     accuracy at ``i / (n - 1)``; positions are ranked by that accuracy (ties:
     earlier first) and the chunks by relevance, and the k-th best chunk goes to
     the k-th best position. With a U-shaped prior this is a bookend order; with
@@ -179,13 +180,14 @@ class PriorOrder:
     name: ClassVar[str] = "prior_order"
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
-    prior: str = "liu2024"
+    # Not hashed: an inline prior is a mapping (compared, and serialized as it came).
+    prior: str | Mapping[str, Any] = field(default="liu2024", hash=False)
     _curve: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.prior, str) or not self.prior:
+        if not isinstance(self.prior, (str, Mapping)) or not self.prior:
             raise ConfigError(
-                f"prior must be 'liu2024' or the path of a prior file; got {self.prior!r}. "
+                f"prior must be 'liu2024' or the path of a prior file (or a prior mapping); got {self.prior!r}. "
                 "Write one with: contextwright eval --reader URL --positions 5 --prior-out prior.json"
             )
         # A leaf module (it imports only errors); loaded lazily so stages stay free of eval at import.
