@@ -35,7 +35,9 @@ import contextlib
 import logging
 import math
 import os
+import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,7 +52,9 @@ __all__ = [
     "HFTokenizer",
     "TiktokenTokenizer",
     "Tokenizer",
+    "canonical_spec",
     "get_tokenizer",
+    "loaded_tokenizers",
     "register_tokenizer",
 ]
 
@@ -355,7 +359,10 @@ class HFTokenizer:
     Args:
         source: A path to a ``tokenizer.json`` (or a directory holding one), or
             a hub name such as ``Qwen/Qwen2.5-7B-Instruct``. A hub name loads
-            from the local Hugging Face cache when ``HF_HUB_OFFLINE=1``.
+            from the local Hugging Face cache only (``HF_HOME``); contextwright
+            never downloads at run time, so a name not in the cache is refused
+            at once (issue 26: a request naming a model made a server retry the
+            hub for 24 s).
     """
 
     additive = False
@@ -377,7 +384,7 @@ class HFTokenizer:
                     )
                 self._tok = _HF.from_file(str(path))
             else:
-                self._tok = _HF.from_pretrained(str(source))
+                self._tok = _HF.from_file(_hub_file(str(source)))
         except TokenizerError:
             raise
         except Exception as exc:
@@ -410,6 +417,27 @@ class HFTokenizer:
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name!r})"
+
+
+def _hub_file(name: str) -> str:
+    """The cached ``tokenizer.json`` of hub model ``name``; never a download."""
+    hint = (
+        f"Hugging Face tokenizer {name!r} is not in the local cache, and contextwright never "
+        "downloads at run time. Fix: download it once where there is network "
+        f"(huggingface-cli download {name} tokenizer.json) and pass the file's path, or set "
+        "HF_HOME to a cache that holds it."
+    )
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        raise TokenizerError(hint) from None
+    try:
+        found = try_to_load_from_cache(name, "tokenizer.json")
+    except Exception:  # an invalid repo id ("a/b/c", "..") is not in any cache either
+        found = None
+    if not isinstance(found, str):
+        raise TokenizerError(hint)
+    return found
 
 
 @dataclass(frozen=True)
@@ -458,11 +486,15 @@ class CachedTokenizer:
     Args:
         base: The tokenizer to wrap.
         maxsize: How many distinct texts to remember.
+        max_bytes: How many bytes of text to remember (``sys.getsizeof``; default 64 MiB); a
+            text over an eighth of it is counted but not kept.
     """
 
-    def __init__(self, base: Tokenizer, *, maxsize: int = 65_536) -> None:
+    def __init__(self, base: Tokenizer, *, maxsize: int = 65_536, max_bytes: int = 64 * 2**20) -> None:
         if maxsize < 1:
             raise ConfigError(f"maxsize must be >= 1; got {maxsize!r}.")
+        if max_bytes < 1:
+            raise ConfigError(f"max_bytes must be >= 1; got {max_bytes!r}. The default is 64 MiB.")
         self.base = base
         self.name = base.name
         self.additive = base.additive
@@ -470,7 +502,11 @@ class CachedTokenizer:
         self.joining_starts: frozenset[str] = frozenset(getattr(base, "joining_starts", ()))
         self.known_splits = bool(getattr(base, "known_splits", False))
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        # A text over this share of the byte bound is counted but never kept.
+        self._max_entry_bytes = max(1, max_bytes // 8)
         self._cache: OrderedDict[str, int] = OrderedDict()
+        self.bytes = 0  # sys.getsizeof of the cached texts
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -487,10 +523,7 @@ class CachedTokenizer:
             return n
         n = self.base.count(text)
         self.misses += 1
-        with self._lock:
-            cache[text] = n
-            if len(cache) > self.maxsize:
-                cache.popitem(last=False)
+        self._store({text: n})
         return n
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
@@ -501,15 +534,25 @@ class CachedTokenizer:
             pending = list(dict.fromkeys(texts[i] for i in missing))
             counts = dict(zip(pending, self.base.count_many(pending), strict=True))
             self.misses += len(pending)
-            with self._lock:
-                for text, n in counts.items():
-                    cache[text] = n
-                while len(cache) > self.maxsize:
-                    cache.popitem(last=False)
+            self._store(counts)
             for i in missing:
                 out[i] = counts[texts[i]]
         self.hits += len(texts) - len(missing)
         return out  # type: ignore[return-value]
+
+    def _store(self, counts: dict[str, int]) -> None:
+        """Keep new counts, then evict the least recently used until both bounds hold."""
+        cache, limit = self._cache, self._max_entry_bytes
+        with self._lock:
+            for text, n in counts.items():
+                size = sys.getsizeof(text)
+                if size > limit or text in cache:
+                    continue
+                cache[text] = n
+                self.bytes += size
+            while cache and (len(cache) > self.maxsize or self.bytes > self.max_bytes):
+                old, _ = cache.popitem(last=False)
+                self.bytes -= sys.getsizeof(old)
 
     def encode(self, text: str) -> list[int]:
         return self.base.encode(text)
@@ -521,14 +564,24 @@ class CachedTokenizer:
         """Forget every cached count."""
         with self._lock:
             self._cache.clear()
+            self.bytes = 0
 
     def __repr__(self) -> str:
-        return f"CachedTokenizer({self.base!r}, maxsize={self.maxsize})"
+        return f"CachedTokenizer({self.base!r}, maxsize={self.maxsize}, max_bytes={self.max_bytes})"
 
 
-_REGISTRY: dict[str, CachedTokenizer] = {}
+# Loaded tokenizers by canonical spec, least recently used first. Bounded: every distinct spec a
+# request sends must not keep a tokenizer (and its cache) for ever. Registered factories' names
+# are rebuilt after eviction like any other.
+_REGISTRY: OrderedDict[str, CachedTokenizer] = OrderedDict()
+_MAX_LOADED = 32
 _FACTORIES: dict[str, Callable[[], Tokenizer]] = {}
-_LOCK = threading.RLock()
+_LOCK = threading.RLock()  # guards the dicts only; never held while a tokenizer loads
+_LOADING: dict[str, threading.Lock] = {}  # one lock per spec being loaded
+# Refusals by spec with when they happened: a spec that failed is refused at once for a while.
+_FAILED: OrderedDict[str, tuple[float, Exception]] = OrderedDict()
+_FAILED_TTL_S = 60.0
+_MAX_FAILED = 1024
 
 
 def register_tokenizer(name: str, factory: Callable[[], Tokenizer]) -> None:
@@ -536,6 +589,37 @@ def register_tokenizer(name: str, factory: Callable[[], Tokenizer]) -> None:
     with _LOCK:
         _FACTORIES[name] = factory
         _REGISTRY.pop(name, None)
+        _FAILED.pop(name, None)
+
+
+def loaded_tokenizers() -> list[str]:
+    """The canonical specs of the tokenizers loaded now (at most 32, least recently used first)."""
+    with _LOCK:
+        return list(_REGISTRY)
+
+
+def canonical_spec(spec: str) -> str:
+    """One name per tokenizer: ``chars``, ``chars:4.0`` and ``chars:4.00`` are all ``chars:4``.
+
+    Raises:
+        ConfigError: for a ``chars:`` ratio that is not a positive number.
+    """
+    if spec in _FACTORIES:
+        return spec
+    if spec == "chars" or spec.startswith("chars:"):
+        ratio = spec.partition(":")[2] or "4"
+        try:
+            value = float(ratio)
+        except ValueError:
+            raise ConfigError(
+                f"tokenizer {spec!r}: the part after 'chars:' must be a number, e.g. 'chars:4'."
+            ) from None
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(
+                f"tokenizer {spec!r}: chars per token must be a positive number, e.g. 'chars:4'."
+            )
+        return f"chars:{value:g}"
+    return spec
 
 
 def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> CachedTokenizer:
@@ -545,10 +629,15 @@ def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> CachedTokenizer:
         spec: One of
 
             * a tiktoken encoding or model name: ``"o200k_base"``, ``"cl100k_base"``, ``"gpt-4o"``;
-            * ``"hf:<hub name>"`` or a path to a ``tokenizer.json`` (or its directory);
+            * ``"hf:<hub name>"`` or a path to a ``tokenizer.json`` (or its directory); a hub name
+              loads from the local Hugging Face cache only, never from the network;
             * ``"chars"`` or ``"chars:<chars per token>"`` for the explicit estimate;
             * a name registered with :func:`register_tokenizer`;
             * a :class:`Tokenizer` object (wrapped in a cache unless it is one).
+
+    At most 32 loaded tokenizers are kept (least recently used evicted; equivalent specs share
+    one). A spec that failed to load is refused at once for 60 s. Loading one tokenizer never
+    blocks a caller that wants another.
 
     Raises:
         TokenizerError: if it cannot be loaded (with what to install or set).
@@ -563,25 +652,53 @@ def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> CachedTokenizer:
                 f"got {type(spec).__name__}."
             )
         return CachedTokenizer(spec)
+    key = canonical_spec(spec)
+    found = _lookup(key)
+    if found is not None:
+        return found
     with _LOCK:
-        cached = _REGISTRY.get(spec)
-        if cached is None:
-            cached = CachedTokenizer(_build(spec))
-            _REGISTRY[spec] = cached
-        return cached
+        loading = _LOADING.setdefault(key, threading.Lock())
+    with loading:  # one load per spec; other specs go on
+        found = _lookup(key)
+        if found is not None:
+            return found
+        try:
+            built = CachedTokenizer(_build(key))
+        except (TokenizerError, ConfigError) as exc:
+            with _LOCK:
+                _FAILED[key] = (time.monotonic(), exc)
+                while len(_FAILED) > _MAX_FAILED:
+                    _FAILED.popitem(last=False)
+                _LOADING.pop(key, None)
+            raise
+        with _LOCK:
+            _REGISTRY[key] = built
+            while len(_REGISTRY) > _MAX_LOADED:
+                _REGISTRY.popitem(last=False)
+            _LOADING.pop(key, None)
+        return built
+
+
+def _lookup(key: str) -> CachedTokenizer | None:
+    """The loaded tokenizer for ``key``, or ``None``; re-raises a recent refusal."""
+    with _LOCK:
+        cached = _REGISTRY.get(key)
+        if cached is not None:
+            _REGISTRY.move_to_end(key)
+            return cached
+        failed = _FAILED.get(key)
+        if failed is not None:
+            if time.monotonic() - failed[0] < _FAILED_TTL_S:
+                raise failed[1]
+            del _FAILED[key]
+    return None
 
 
 def _build(spec: str) -> Tokenizer:
     if spec in _FACTORIES:
         return _FACTORIES[spec]()
-    if spec == "chars" or spec.startswith("chars:"):
-        ratio = spec.partition(":")[2] or "4"
-        try:
-            return CharTokenizer(float(ratio))
-        except ValueError:
-            raise ConfigError(
-                f"tokenizer {spec!r}: the part after 'chars:' must be a number, e.g. 'chars:4'."
-            ) from None
+    if spec.startswith("chars:"):
+        return CharTokenizer(float(spec.partition(":")[2]))
     if spec.startswith("hf:"):
         return HFTokenizer(spec[3:])
     if spec.endswith(".json") or os.sep in spec or Path(spec).is_dir():
