@@ -94,3 +94,25 @@ def test_loading_one_tokenizer_does_not_block_another() -> None:
         release.set()
         loader.join(10)
     assert get_tokenizer("slow-test-tokenizer").base.chars_per_token == 3.0  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "extra", [{"tokenizer": "hf:1.5"}, {"model": "qwen3-8b"}, {"tokenizer": "hf:nobody/nothing-here"}]
+)
+def test_the_service_never_fetches_a_tokenizer_for_a_request(
+    extra: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from contextwright.service import create_app
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    client = TestClient(create_app())
+    body = {"query": "q", "budget": 100, "chunks": [{"text": "a"}], **extra}
+    start = time.perf_counter()
+    response = client.post("/v1/assemble", json=body)
+    assert response.status_code == 422
+    assert "never downloads" in response.json()["detail"]
+    assert time.perf_counter() - start < 2.0  # 24 s of hub retries before, with the lock held
+    ok = client.post("/v1/assemble", json={"query": "q", "budget": 100, "chunks": [{"text": "a"}]})
+    assert ok.status_code == 200
