@@ -40,6 +40,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "cut to its best sentences), lost-in-the-middle order, lean blocks headed by their [n].",
         "stages": [
             {"type": "exact_dedup"},
+            {"type": "containment_dedup"},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
         ],
@@ -58,6 +59,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "description": "Chat grounding: plain texts in relevance order, the whole budget in rank order.",
         "stages": [
             {"type": "exact_dedup"},
+            {"type": "containment_dedup"},
             # No framing: a short cut block costs only its text, so smaller remainders are worth it.
             {"type": "token_budget", "policy": "fill", "min_truncated_tokens": 8},
             {"type": "score_order"},
@@ -72,6 +74,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "stages": [
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
+            {"type": "containment_dedup"},
             {"type": "compress", "whole_share": 1.0},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
@@ -95,6 +98,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
             {"type": "expand", "window": 1},
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
+            {"type": "containment_dedup"},
             {"type": "near_dedup"},
             {"type": "doc_summaries"},
             {"type": "token_budget", "policy": "fill"},
