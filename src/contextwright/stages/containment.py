@@ -138,14 +138,21 @@ def _strip_ranges(text: str, runs: Sequence[Range], offsets: Sequence[Range], n_
     ends = [e for _, e in spans]
     cuts: list[Range] = []
     for a, b in runs:
-        cs, ce = offsets[a][0], offsets[b - 1][1]
         head, tail = a == 0, b == n_words
-        lo = 0 if head else (starts[i] if (i := bisect.bisect_left(starts, cs)) < len(starts) else len(text))
-        hi = len(text) if tail else (ends[j - 1] if (j := bisect.bisect_right(ends, ce)) > 0 else 0)
+        # the run reaches from the end of the last new word before it to the start of the first after
+        # it, so a sentence's closing punctuation and the space after it belong to the run
+        lo_at = 0 if head else offsets[a - 1][1]
+        hi_at = len(text) if tail else offsets[b][0]
+        lo = (
+            0
+            if head
+            else (starts[i] if (i := bisect.bisect_left(starts, lo_at)) < len(starts) else len(text))
+        )
+        hi = len(text) if tail else (ends[j - 1] if (j := bisect.bisect_right(ends, hi_at)) > 0 else 0)
         if lo < hi:
             cuts.append((lo, hi))
         elif head or tail:
-            cuts.append((0 if head else cs, len(text) if tail else ce))
+            cuts.append((0 if head else offsets[a][0], len(text) if tail else hi_at))
     return cuts
 
 
@@ -213,9 +220,9 @@ class ContainmentDedup:
                 "when most of it is already in the context."
             )
         k = self.shingle_size
-        if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= 64:
             raise ConfigError(
-                f"shingle_size must be an integer >= 2; got {k!r}. 8 words are rarely shared by chance."
+                f"shingle_size must be an integer in [2, 64]; got {k!r}. 8 words are rarely shared by chance."
             )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, meter: Meter | None = None) -> StageResult:
