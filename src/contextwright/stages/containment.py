@@ -22,6 +22,7 @@ import bisect
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -41,7 +42,6 @@ __all__ = ["ContainmentDedup"]
 
 _WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
-_COVERED_RUN = re.compile(rb"\x01+")
 Range = tuple[int, int]
 
 
@@ -246,16 +246,11 @@ class ContainmentDedup:
             if owner.keys().isdisjoint(sh):
                 owner.update(dict.fromkeys(sh, i))
                 continue
-            covered = bytearray(view.n_words)
-            counts: dict[int, int] = {}
-            ones = b"\x01" * k
-            for p, h in enumerate(sh):
-                o = owner.get(h)
-                if o is not None:
-                    covered[p : p + k] = ones
-                    counts[o] = counts.get(o, 0) + 1
-            main = max(counts, key=counts.__getitem__)  # ties: the first kept (dict order)
-            share = covered.count(1) / view.n_words
+            found = list(map(owner.get, sh))  # the kept chunk holding each shingle, or None
+            counts = Counter(o for o in found if o is not None)
+            runs = _covered_runs([p for p, o in enumerate(found) if o is not None], k)
+            main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
+            share = sum(b - a for a, b in runs) / view.n_words
             if share >= self.threshold:
                 current[main] = fold_duplicate(current[main], c)
                 dropped.add(i)
@@ -268,7 +263,7 @@ class ContainmentDedup:
                     )
                 )
                 continue
-            stripped = self._strip(c, view, covered, chunks[main].id, meter)
+            stripped = self._strip(c, view, runs, chunks[main].id, meter)
             if stripped is not None:
                 current[i], change = stripped
                 changes.append(change)
@@ -280,21 +275,14 @@ class ContainmentDedup:
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
 
     def _strip(
-        self, c: Chunk, view: _View, covered: bytearray, main_id: str, meter: Meter | None
+        self, c: Chunk, view: _View, runs: tuple[Range, ...], main_id: str, meter: Meter | None
     ) -> tuple[Chunk, Change] | None:
         """``c`` without its covered runs, and the change to report (None when nothing can be cut)."""
-        words = view.words if view.words is not None else shingle_words(c.text)
-        offsets = _word_offsets(c.text, view.ranges, words)
-        if offsets is None:
+        plan = _strip_plan(c.text, tuple(view.ranges), runs)
+        if plan is None:
             return None
-        runs = [(m.start(), m.end()) for m in _COVERED_RUN.finditer(covered)]
-        cuts = _strip_ranges(c.text, runs, offsets, view.n_words)
-        keep = _keep_ranges(len(c.text), cuts)
-        text = join_pieces(c.text, keep)
-        if not cuts or text == c.text.strip() or not _WORD.search(text):
-            return None
+        keep, text, cut_words = plan
         new = c.with_ops("containment_stripped", text=text, spans=compose(c, keep))
-        cut_words = sum(1 for s, e in offsets if any(lo <= s and e <= hi for lo, hi in cuts))
         change = Change(
             c.id,
             "overlap_stripped",
@@ -304,3 +292,34 @@ class ContainmentDedup:
             f"kept spans {list(new.spans)}",
         )
         return new, change
+
+
+def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
+    """Word runs ``[a, b)`` covered by the shingles starting at ``hits`` (ascending), merged."""
+    runs: list[Range] = []
+    for p in hits:
+        if runs and p <= runs[-1][1]:
+            runs[-1] = (runs[-1][0], p + k)
+        else:
+            runs.append((p, p + k))
+    return tuple(runs)
+
+
+@functools.lru_cache(maxsize=8_192)
+def _strip_plan(
+    text: str, ranges: tuple[Range, ...], runs: tuple[Range, ...]
+) -> tuple[list[Range], str, int] | None:
+    """Kept character ranges, the kept text and the number of words cut; cached by content across calls."""
+    words = [w for s, e in ranges for w in shingle_words(text[s:e])]
+    offsets = _word_offsets(text, ranges, words)
+    if offsets is None:
+        return None
+    cuts = _strip_ranges(text, runs, offsets, len(words))
+    keep = _keep_ranges(len(text), cuts)
+    kept = join_pieces(text, keep)
+    if not cuts or kept == text.strip() or not _WORD.search(kept):
+        return None
+    starts = [s for s, _ in offsets]
+    ends = [e for _, e in offsets]
+    cut_words = sum(max(0, bisect.bisect_right(ends, hi) - bisect.bisect_left(starts, lo)) for lo, hi in cuts)
+    return keep, kept, cut_words
