@@ -38,7 +38,7 @@ from contextwright.types import Change, Chunk, Drop, StageResult
 if TYPE_CHECKING:
     from contextwright.render.meter import Meter
 
-__all__ = ["ContainmentDedup"]
+__all__ = ["ContainmentDedup", "clear_caches"]
 
 _WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
@@ -50,6 +50,12 @@ def _shingle_hashes(words: Sequence[bytes], k: int) -> tuple[int, ...]:
     if len(words) < k:
         return ()
     return tuple(map(hash, zip(*(words[j:] for j in range(k)), strict=False)))
+
+
+def clear_caches() -> None:
+    """Forget the cached word profiles and strip plans (cold benchmarks)."""
+    _profile.cache_clear()
+    _strip_plan.cache_clear()
 
 
 @functools.lru_cache(maxsize=8_192)
