@@ -168,11 +168,39 @@ def test_short_chunks_are_not_compared_and_the_input_is_not_changed() -> None:
         ("shingle_size", 1, r"shingle_size must be an integer in \[2, 64\]"),
         ("shingle_size", 65, "shingle_size"),
         ("shingle_size", 8.0, r"shingle_size must be an integer"),
+        ("reach", -1, r"reach must be a number of budgets in \[0, 1000\]"),
+        ("reach", True, "reach must be"),
     ],
 )
 def test_settings_are_validated_naming_the_setting_and_value(setting: str, value: Any, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         stage_from_dict({"type": "containment_dedup", setting: value})
+
+
+def test_copies_beyond_the_budgets_reach_are_left_to_the_budget_stage() -> None:
+    rows = [
+        _chunk(f"d{i}", _words(i * 12, i * 12 + 10) + f" tail{i} words here.", 1 - i / 100) for i in range(30)
+    ]
+    rows.append(_chunk("copy", _words(2, 10) + " tail0 words here.", 0.01, source="mirror/d0"))
+    near = assemble("q", rows, preset="qa", budget=40, tokenizer="cl100k_base")
+    reports = {s.stage: {d.chunk_id: d.reason for d in s.dropped} for s in near.report.stages}
+    # 'copy' ranks last, far beyond 3 budgets of kept text: not compared, cut by the budget
+    assert "copy" not in reports["containment_dedup"]
+    assert reports["token_budget"]["copy"] == "over_budget"
+    wide = assemble(
+        "q",
+        rows,
+        preset={
+            "preset": "qa",
+            "stages": [{"type": "containment_dedup", "reach": 0}, {"type": "token_budget"}],
+        },
+        budget=40,
+        tokenizer="cl100k_base",
+    )
+    dropped = {
+        d.chunk_id: d.reason for s in wide.report.stages if s.stage == "containment_dedup" for d in s.dropped
+    }
+    assert dropped == {"copy": "duplicate_of"}  # reach 0 compares every chunk
 
 
 # -- the presets on lists with copies -------------------------------------------

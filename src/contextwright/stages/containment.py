@@ -207,6 +207,11 @@ class ContainmentDedup:
             less than it costs; below it, the new part is kept.
         shingle_size: Words per shingle: the shortest run that counts as
             repeated. 8 words are rarely shared by chance outside copies.
+        reach: In a pipeline (which gives the stage its meter and budget), chunks
+            are compared only until the text kept holds ``reach`` budgets of
+            tokens; the lower-ranked rest passes on unchanged (a budget filled in
+            rank order never reaches it, and the budget stage reports it). 3:
+            room for the cuts of ``compress`` and ``fill``; 0 compares every chunk.
 
     Example:
         >>> ContainmentDedup()(chunks).report.dropped   # duplicate_of, '83% of its words ...'
@@ -214,9 +219,10 @@ class ContainmentDedup:
 
     name: ClassVar[str] = "containment_dedup"
     requires: ClassVar[tuple[str, ...]] = ()
-    optional: ClassVar[tuple[str, ...]] = ("meter",)
+    optional: ClassVar[tuple[str, ...]] = ("meter", "budget")
     threshold: float = bounded(0.5, 1.0)
     shingle_size: int = bounded(8, 64)
+    reach: float = bounded(3.0, 1_000.0)
 
     def __post_init__(self) -> None:
         t = self.threshold
@@ -230,8 +236,16 @@ class ContainmentDedup:
             raise ConfigError(
                 f"shingle_size must be an integer in [2, 64]; got {k!r}. 8 words are rarely shared by chance."
             )
+        r = self.reach
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1_000:
+            raise ConfigError(
+                f"reach must be a number of budgets in [0, 1000]; got {r!r}. 3 compares the chunks a "
+                "budget can reach; 0 compares every chunk."
+            )
 
-    def __call__(self, chunks: Sequence[Chunk], /, *, meter: Meter | None = None) -> StageResult:
+    def __call__(
+        self, chunks: Sequence[Chunk], /, *, meter: Meter | None = None, budget: int | None = None
+    ) -> StageResult:
         n = len(chunks)
         if n < 2:
             return StageResult.of(self.name, chunks, chunks)
@@ -243,7 +257,12 @@ class ContainmentDedup:
         dropped: set[int] = set()
         drops: list[Drop] = []
         changes: list[Change] = []
+        room = self.reach * budget if meter is not None and budget is not None and self.reach else None
         for i in order:
+            if room is not None and meter is not None:
+                if room <= 0:
+                    break  # the rest lies beyond what the budget can reach: passed on as it is
+                room -= meter.tokens(chunks[i])  # given back below when the chunk is dropped
             c = chunks[i]
             view = _view(c.text, k, boiler)
             sh = view.shingles
@@ -260,6 +279,8 @@ class ContainmentDedup:
             if share >= self.threshold:
                 current[main] = fold_duplicate(current[main], c)
                 dropped.add(i)
+                if room is not None and meter is not None:
+                    room += meter.tokens(c)
                 drops.append(
                     Drop(
                         c.id,
