@@ -13,7 +13,9 @@ overlapping ``shingle_size``-word shingles into one map from shingle to the
 kept chunk that first held it: each chunk costs one pass over its words,
 whatever the list's length. A line that repeats in several multi-line chunks
 of the list (a site header or footer) is left out of the comparison. The
-rendered text is always the original.
+rendered text is always the original. In a pipeline the walk stops once the
+text kept holds ``reach`` budgets of tokens: what lies below is never reached
+by a budget filled in rank order.
 """
 
 from __future__ import annotations
