@@ -26,6 +26,12 @@ reader can see whether a difference holds on both halves.
 
 Run: python bench/bench_quality.py [--limit N] [--workers 2] [--budgets 300,500,1000,1500]
                                    [--strategies naive,greedy,qa,...] [--resamples 2000]
+                                   [--data PATH] [--corpus PATH]
+
+``--data`` runs another list file of the same schema, e.g. the mirrors set
+../shared/data/nq_mirrors_dev300.jsonl.gz (a knowledge base holding copies);
+its corpus defaults to the one beside it (``nq_mirrors_corpus.jsonl.gz`` for a
+file named ``nq_mirrors_*``, else the BM25 corpus), or ``--corpus``.
 """
 
 from __future__ import annotations
@@ -103,15 +109,23 @@ def main() -> None:
     ap.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)))
     ap.add_argument("--strategies", default=",".join(default_strategies()))
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--data", type=Path, default=DEV, help="a list file (JSONL, gzip or not)")
+    ap.add_argument("--corpus", type=Path, default=None, help="the store of the documents preset")
     args = ap.parse_args()
+    data: Path = args.data
+    corpus: Path = args.corpus or (
+        data.parent / "nq_mirrors_corpus.jsonl.gz" if data.name.startswith("nq_mirrors_") else CORPUS
+    )
     budgets = [int(b) for b in args.budgets.split(",")]
     strategies = args.strategies.split(",")
-    queries = load_queries(DEV, limit=args.limit)
+    queries = load_queries(data, limit=args.limit)
     start = time.perf_counter()
-    result = evaluate(queries, strategies, budgets, corpus=CORPUS, workers=args.workers)
+    result = evaluate(queries, strategies, budgets, corpus=corpus, workers=args.workers)
     took = time.perf_counter() - start
     strategies = [name for name, _ in result.strategies]  # config files go by their name
-    print(f"bench_quality: {DEV.name}, tokenizer {result.meta['tokenizer']}, {took:.0f} s")
+    print(
+        f"bench_quality: {data.name} (corpus {corpus.name}), tokenizer {result.meta['tokenizer']}, {took:.0f} s"
+    )
     for name, why in result.skipped.items():
         print(f"skipped {name}: {why}")
     print("\n== all queries ==")

@@ -141,10 +141,12 @@ class Assembler:
         """Forget cached token counts, rendered bodies and headers, dedup keys and snippets (cold benchmarks)."""
         from contextwright.render.cite import _snippet
         from contextwright.stages.budget import clear_caches as _clear_budget
+        from contextwright.stages.containment import clear_caches as _clear_containment
         from contextwright.stages.dedup import _exact_key
 
         _snippet.cache_clear()
         _clear_budget()
+        _clear_containment()
         self.tokenizer.clear()
         self.pipeline._bodies.clear()
         self.pipeline._headers.clear()

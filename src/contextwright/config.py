@@ -36,10 +36,11 @@ __all__ = [
 
 _PRESETS: dict[str, dict[str, Any]] = {
     "qa": {
-        "description": "Question answering: exact dedup, the whole budget in rank order (the first misfit "
+        "description": "Question answering: exact and containment dedup (copies found in the text), the whole budget in rank order (the first misfit "
         "cut to its best sentences), lost-in-the-middle order, lean blocks headed by their [n].",
         "stages": [
             {"type": "exact_dedup"},
+            {"type": "containment_dedup"},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
         ],
@@ -55,9 +56,10 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "numbered",
     },
     "chat": {
-        "description": "Chat grounding: plain texts in relevance order, the whole budget in rank order.",
+        "description": "Chat grounding: exact and containment dedup, plain texts in relevance order, the whole budget in rank order.",
         "stages": [
             {"type": "exact_dedup"},
+            {"type": "containment_dedup"},
             # No framing: a short cut block costs only its text, so smaller remainders are worth it.
             {"type": "token_budget", "policy": "fill", "min_truncated_tokens": 8},
             {"type": "score_order"},
@@ -65,13 +67,14 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "minimal",
     },
     "tight": {
-        "description": "Tight budgets: exact dedup, words shared by consecutive windows paid once, what fits "
+        "description": "Tight budgets: exact dedup, words shared by consecutive windows paid once, containment dedup, what fits "
         "whole stays whole, each chunk that does not is cut to its best sentences, the whole budget in rank "
         "order, lost-in-the-middle order, lean blocks headed by their [n]. About as many answers as qa, in "
         "more and shorter blocks (docs/quality.md).",
         "stages": [
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
+            {"type": "containment_dedup"},
             {"type": "compress", "whole_share": 1.0},
             {"type": "token_budget", "policy": "fill"},
             {"type": "lost_in_the_middle_order"},
@@ -88,13 +91,14 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "grouped",
     },
     "documents": {
-        "description": "Document-aware: expand neighbours from the store, remove exact/overlap/near duplicates, "
+        "description": "Document-aware: expand neighbours from the store, remove exact/overlap/containment/near duplicates, "
         "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
         "document-first order, lean blocks headed by their [n].",
         "stages": [
             {"type": "expand", "window": 1},
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
+            {"type": "containment_dedup"},
             {"type": "near_dedup"},
             {"type": "doc_summaries"},
             {"type": "token_budget", "policy": "fill"},

@@ -95,7 +95,8 @@ def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
         for a in ((dropped.id, dropped.source, dropped.page, dropped.line), *dropped.also_at)
         if a[0] not in known
     )
-    return replace(survivor, duplicates=dups, also_sources=tuple(sources), also_at=also_at)
+    # with_ops: a slot copy, half the time of replace() (containment dedup folds many copies)
+    return survivor.with_ops(duplicates=dups, also_sources=tuple(sources), also_at=also_at)
 
 
 @register_stage

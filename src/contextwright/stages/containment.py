@@ -1,0 +1,354 @@
+"""Containment dedup: each chunk against the text already kept, across chunk boundaries.
+
+A knowledge base ingested twice with two chunkers, or holding a page copied
+from a mirror, returns one passage in windows that do not line up: a
+120-word window straddles two 100-word windows, so no pair of whole chunks is
+a copy and pairwise dedup (exact, Jaccard) finds nothing. :class:`ContainmentDedup`
+walks the chunks in rank order and compares each one with the union of the
+text kept before it.
+
+The comparison is on words (``\\w+`` runs of the NFKC, case-folded text, so
+curly and straight quotes, dashes and whitespace do not matter), hashed as
+overlapping ``shingle_size``-word shingles into one map from shingle to the
+kept chunk that first held it: each chunk costs one pass over its words,
+whatever the list's length. A line that repeats in several multi-line chunks
+of the list (a site header or footer) is left out of the comparison. The
+rendered text is always the original. In a pipeline the walk stops once the
+text kept holds ``reach`` budgets of tokens: what lies below is never reached
+by a budget filled in rank order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from contextwright.errors import ConfigError
+from contextwright.limits import bounded
+from contextwright.sentences import split_sentences
+from contextwright.spans import compose, join_pieces
+from contextwright.stages.base import register_stage
+from contextwright.stages.dedup import fold_duplicate, normalize_text, shingle_words
+from contextwright.types import Change, Chunk, Drop, StageResult
+
+if TYPE_CHECKING:
+    from contextwright.render.meter import Meter
+
+__all__ = ["ContainmentDedup", "clear_caches"]
+
+_WORD = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+Range = tuple[int, int]
+
+
+def _shingle_hashes(words: Sequence[bytes], k: int) -> tuple[int, ...]:
+    """One hash per overlapping ``k``-word shingle (zip and hash run in C)."""
+    if len(words) < k:
+        return ()
+    return tuple(map(hash, zip(*(words[j:] for j in range(k)), strict=False)))
+
+
+def clear_caches() -> None:
+    """Forget the cached word profiles and strip plans (cold benchmarks)."""
+    _profile.cache_clear()
+    _strip_plan.cache_clear()
+
+
+@functools.lru_cache(maxsize=8_192)
+def _profile(text: str, k: int) -> tuple[int, tuple[int, ...]]:
+    """Words and shingle hashes of a text without boilerplate, cached by content across calls."""
+    words = shingle_words(text)
+    return len(words), _shingle_hashes(words, k)
+
+
+def _word_offsets(text: str, ranges: Sequence[Range], words: Sequence[bytes]) -> list[Range] | None:
+    """Where each comparison word sits in ``text``, or None where the mapping is not one to one.
+
+    A non-ASCII word is normalized on its own here and with its text for the
+    comparison; the two agree except for rare compatibility characters, and
+    then the chunk is simply not stripped.
+    """
+    out: list[Range] = []
+    for start, end in ranges:
+        part = text[start:end]
+        if part.isascii():
+            out.extend((start + m.start(), start + m.end()) for m in _ASCII_WORD.finditer(part))
+            continue
+        for m in _WORD.finditer(part):
+            n = len(_WORD.findall(unicodedata.normalize("NFKC", m.group()).casefold()))
+            out.extend([(start + m.start(), start + m.end())] * n)
+    return out if len(out) == len(words) else None
+
+
+def _boilerplate(chunks: Sequence[Chunk]) -> frozenset[str]:
+    """Normalized lines that repeat in two or more multi-line chunks: headers, footers."""
+    seen: dict[str, int] = {}
+    for c in chunks:
+        if "\n" not in c.text:
+            continue
+        lines = {normalize_text(line) for line in c.text.split("\n")}
+        lines.discard("")
+        if len(lines) > 1:
+            for line in lines:
+                seen[line] = seen.get(line, 0) + 1
+    return frozenset(line for line, n in seen.items() if n > 1)
+
+
+def _content_ranges(text: str, boiler: frozenset[str]) -> list[Range]:
+    """Character ranges of ``text`` the comparison reads: every line but boilerplate ones."""
+    if not boiler or "\n" not in text:
+        return [(0, len(text))]
+    out: list[Range] = []
+    at = 0
+    for line in text.split("\n"):
+        if normalize_text(line) not in boiler:
+            out.append((at, at + len(line)))
+        at += len(line) + 1
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """A chunk as the comparison sees it."""
+
+    ranges: list[Range]
+    words: list[bytes] | None  # None: the plain cached path (no boilerplate in the chunk)
+    n_words: int
+    shingles: tuple[int, ...]
+
+
+def _view(text: str, k: int, boiler: frozenset[str]) -> _View:
+    ranges = _content_ranges(text, boiler)
+    if len(ranges) == 1 and ranges[0] == (0, len(text)):
+        n, sh = _profile(text, k)
+        return _View(ranges, None, n, sh)
+    words = [w for s, e in ranges for w in shingle_words(text[s:e])]
+    return _View(ranges, words, len(words), _shingle_hashes(words, k))
+
+
+def _strip_ranges(text: str, runs: Sequence[Range], offsets: Sequence[Range], n_words: int) -> list[Range]:
+    """Character ranges to cut for covered word runs ``[a, b)``.
+
+    A run is cut at sentence boundaries (whole sentences inside it, or from the
+    chunk's start / to its end); a run at the chunk's head or tail that holds
+    no such boundary is cut at word boundaries. A run in the middle is cut
+    only where whole sentences lie inside it: a cut mid-sentence there would
+    leave a sentence with a hole.
+    """
+    spans = split_sentences(text)
+    starts = [s for s, _ in spans]
+    ends = [e for _, e in spans]
+    cuts: list[Range] = []
+    for a, b in runs:
+        head, tail = a == 0, b == n_words
+        # the run reaches from the end of the last new word before it to the start of the first after
+        # it, so a sentence's closing punctuation and the space after it belong to the run
+        lo_at = 0 if head else offsets[a - 1][1]
+        hi_at = len(text) if tail else offsets[b][0]
+        lo = (
+            0
+            if head
+            else (starts[i] if (i := bisect.bisect_left(starts, lo_at)) < len(starts) else len(text))
+        )
+        hi = len(text) if tail else (ends[j - 1] if (j := bisect.bisect_right(ends, hi_at)) > 0 else 0)
+        if lo < hi:
+            cuts.append((lo, hi))
+        elif head or tail:
+            cuts.append((0 if head else offsets[a][0], len(text) if tail else hi_at))
+    return cuts
+
+
+def _keep_ranges(length: int, cuts: Sequence[Range]) -> list[Range]:
+    keep: list[Range] = []
+    at = 0
+    for lo, hi in sorted(cuts):
+        if lo > at:
+            keep.append((at, lo))
+        at = max(at, hi)
+    if at < length:
+        keep.append((at, length))
+    return keep
+
+
+@register_stage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContainmentDedup:
+    """Drop chunks mostly inside text already kept; strip the repeated part of chunks partly inside it.
+
+    Chunks are visited in rank order (score, then retrieval order). Each
+    chunk's words are compared with the text of the chunks kept before it:
+
+    * at least ``threshold`` of its words inside kept text: dropped as
+      ``duplicate_of`` the kept chunk holding most of them (the detail gives
+      the covered share); its id and source go onto that chunk, so the
+      survivor's citation reads "kb-v1/X, also in mirror/X";
+    * some of its words inside kept text (a run of at least ``shingle_size``
+      words): the repeated part is cut, at sentence boundaries, or at word
+      boundaries at the chunk's head or tail where no sentence boundary lies
+      inside it; reported as ``overlap_stripped`` with the kept spans, and the
+      chunk's ``spans`` point its citation at the text it kept;
+    * nothing inside: kept as it is.
+
+    Copies are found in the text only: ids, sources and titles are never
+    read. A higher-ranked chunk never loses words to a lower-ranked one, and
+    the text a chunk is compared with is always ranked above it, so a budget
+    that fills in rank order reaches the kept copy first.
+
+    Chunks with fewer than ``shingle_size`` comparison words are never
+    compared (exact dedup handles short exact copies).
+
+    Args:
+        threshold: The share (0, 1] of a chunk's words inside kept text at
+            which it is dropped whole. 0.5: a chunk that is mostly a copy adds
+            less than it costs; below it, the new part is kept.
+        shingle_size: Words per shingle: the shortest run that counts as
+            repeated. 8 words are rarely shared by chance outside copies.
+        reach: In a pipeline (which gives the stage its meter and budget), chunks
+            are compared only until the text kept holds ``reach`` budgets of
+            tokens; the lower-ranked rest passes on unchanged (a budget filled in
+            rank order never reaches it, and the budget stage reports it). 3:
+            room for the cuts of ``compress`` and ``fill``; 0 compares every chunk.
+
+    Example:
+        >>> ContainmentDedup()(chunks).report.dropped   # duplicate_of, '83% of its words ...'
+    """
+
+    name: ClassVar[str] = "containment_dedup"
+    requires: ClassVar[tuple[str, ...]] = ()
+    optional: ClassVar[tuple[str, ...]] = ("meter", "budget")
+    threshold: float = bounded(0.5, 1.0)
+    shingle_size: int = bounded(8, 64)
+    reach: float = bounded(3.0, 1_000.0)
+
+    def __post_init__(self) -> None:
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 < t <= 1.0:
+            raise ConfigError(
+                f"threshold must be a share of a chunk's words in (0, 1]; got {t!r}. 0.5 drops a chunk "
+                "when most of it is already in the context."
+            )
+        k = self.shingle_size
+        if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= 64:
+            raise ConfigError(
+                f"shingle_size must be an integer in [2, 64]; got {k!r}. 8 words are rarely shared by chance."
+            )
+        r = self.reach
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1_000:
+            raise ConfigError(
+                f"reach must be a number of budgets in [0, 1000]; got {r!r}. 3 compares the chunks a "
+                "budget can reach; 0 compares every chunk."
+            )
+
+    def __call__(
+        self, chunks: Sequence[Chunk], /, *, meter: Meter | None = None, budget: int | None = None
+    ) -> StageResult:
+        n = len(chunks)
+        if n < 2:
+            return StageResult.of(self.name, chunks, chunks)
+        k = self.shingle_size
+        boiler = _boilerplate(chunks)
+        order = sorted(range(n), key=lambda i: (-chunks[i].score, chunks[i].rank))
+        owner: dict[int, int] = {}  # shingle hash -> the kept chunk that first held it
+        current = list(chunks)
+        dropped: set[int] = set()
+        drops: list[Drop] = []
+        changes: list[Change] = []
+        room = self.reach * budget if meter is not None and budget is not None and self.reach else None
+        for i in order:
+            if room is not None and meter is not None:
+                if room <= 0:
+                    break  # the rest lies beyond what the budget can reach: passed on as it is
+                room -= meter.tokens(chunks[i])  # given back below when the chunk is dropped
+            c = chunks[i]
+            view = _view(c.text, k, boiler)
+            sh = view.shingles
+            if not sh:
+                continue
+            if owner.keys().isdisjoint(sh):
+                owner.update(dict.fromkeys(sh, i))
+                continue
+            found = list(map(owner.get, sh))  # the kept chunk holding each shingle, or None
+            counts = Counter(o for o in found if o is not None)
+            runs = _covered_runs([p for p, o in enumerate(found) if o is not None], k)
+            main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
+            share = sum(b - a for a, b in runs) / view.n_words
+            if share >= self.threshold:
+                current[main] = fold_duplicate(current[main], c)
+                dropped.add(i)
+                if room is not None and meter is not None:
+                    room += meter.tokens(c)
+                drops.append(
+                    Drop(
+                        c.id,
+                        "duplicate_of",
+                        related=chunks[main].id,
+                        detail=f"{share:.0%} of its words are in kept text (most in {chunks[main].id})",
+                    )
+                )
+                continue
+            stripped = self._strip(c, view, runs, chunks[main].id, meter)
+            if stripped is not None:
+                current[i], change = stripped
+                changes.append(change)
+            for h in sh:
+                owner.setdefault(h, i)
+        if not drops and not changes:
+            return StageResult.of(self.name, chunks, chunks)
+        out = [current[i] for i in range(n) if i not in dropped]
+        return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
+
+    def _strip(
+        self, c: Chunk, view: _View, runs: tuple[Range, ...], main_id: str, meter: Meter | None
+    ) -> tuple[Chunk, Change] | None:
+        """``c`` without its covered runs, and the change to report (None when nothing can be cut)."""
+        plan = _strip_plan(c.text, tuple(view.ranges), runs)
+        if plan is None:
+            return None
+        keep, text, cut_words = plan
+        new = c.with_ops("containment_stripped", text=text, spans=compose(c, keep))
+        change = Change(
+            c.id,
+            "overlap_stripped",
+            meter.tokens(c) if meter is not None else None,
+            meter.tokens(new) if meter is not None else None,
+            detail=f"{cut_words} of {view.n_words} words already in kept text (most in {main_id}); "
+            f"kept spans {list(new.spans)}",
+        )
+        return new, change
+
+
+def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
+    """Word runs ``[a, b)`` covered by the shingles starting at ``hits`` (ascending), merged."""
+    runs: list[Range] = []
+    for p in hits:
+        if runs and p <= runs[-1][1]:
+            runs[-1] = (runs[-1][0], p + k)
+        else:
+            runs.append((p, p + k))
+    return tuple(runs)
+
+
+@functools.lru_cache(maxsize=8_192)
+def _strip_plan(
+    text: str, ranges: tuple[Range, ...], runs: tuple[Range, ...]
+) -> tuple[list[Range], str, int] | None:
+    """Kept character ranges, the kept text and the number of words cut; cached by content across calls."""
+    words = [w for s, e in ranges for w in shingle_words(text[s:e])]
+    offsets = _word_offsets(text, ranges, words)
+    if offsets is None:
+        return None
+    cuts = _strip_ranges(text, runs, offsets, len(words))
+    keep = _keep_ranges(len(text), cuts)
+    kept = join_pieces(text, keep)
+    if not cuts or kept == text.strip() or not _WORD.search(kept):
+        return None
+    starts = [s for s, _ in offsets]
+    ends = [e for _, e in offsets]
+    cut_words = sum(max(0, bisect.bisect_right(ends, hi) - bisect.bisect_left(starts, lo)) for lo, hi in cuts)
+    return keep, kept, cut_words
