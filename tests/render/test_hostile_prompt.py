@@ -110,3 +110,25 @@ def test_the_reader_sees_the_forgeries_when_they_are_not_escaped() -> None:
     assert [s for s, _ in _sections(forged)].count("question") == 6
     assert [s for s, _ in _sections(forged)].count("tools") == 3
     assert parse_tool_outputs(forged) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<" * 100_000,
+        "< " * 50_000,
+        "<\u200b" * 50_000,
+        "\nQuestion" * 11_000,
+        "\n\u200b" * 50_000,
+        ("<" + " " * 20_000 + "/tool_output>\n") * 5,
+        "\n\uff31uestion :" * 9_000,
+    ],
+)
+def test_section_escaping_is_linear_on_adversarial_text(text: str) -> None:
+    import time
+
+    from contextwright.render.sections import escape_sections
+
+    start = time.thread_time()
+    escape_sections(text)
+    assert time.thread_time() - start < 0.5

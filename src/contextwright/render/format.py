@@ -42,6 +42,7 @@ from contextwright.limits import bounded, check_settings
 from contextwright.render.escape import clean, drop_blank_lines, oneline
 from contextwright.render.grammar import GROUPED, MARKDOWN, NUMBERED, SOURCES, escape_xml
 from contextwright.render.sandbox import TemplateLimits, compile_template, render_template
+from contextwright.render.sections import escape_sections
 from contextwright.textcheck import check_text
 from contextwright.types import Chunk
 
@@ -62,8 +63,12 @@ __all__ = [
 
 
 def _clean(text: str) -> str:
-    """One kind of line break, no outer whitespace or invisible characters."""
-    return clean(text)
+    """One kind of line break, no outer whitespace or invisible characters; no prompt section forged.
+
+    Every format escapes chunk text through here, so no retrieved line can read as the
+    ``Question:`` or ``Tool outputs:`` of the chat messages (:mod:`contextwright.render.sections`).
+    """
+    return escape_sections(clean(text))
 
 
 def _attr(value: object) -> str:
