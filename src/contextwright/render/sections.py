@@ -51,7 +51,7 @@ _A_HEADER = rf"(?=(?:question|tool(?:{_A_IGN}++|[_-])?outputs?|context){_A_IGN}*
 _A_FIRST = re.compile(rf"{_A_IGN}*+{_A_HEADER}", re.IGNORECASE)
 _A_LATER = re.compile(rf"\n{_A_IGN}*+{_A_HEADER}", re.IGNORECASE)
 _LT = re.compile("[<\ufe64\uff1c]")  # "<" and what NFKC reads as one
-_A_LT = re.compile(rf"<(?=[\x00-\x20\x7f]*+/?[\x00-\x20\x7f]*+[tT])")  # the candidates in ASCII text
+_A_LT = re.compile(r"<(?=[\x00-\x20\x7f]*+/?[\x00-\x20\x7f]*+[tT])")  # the candidates in ASCII text
 # What a reader skips between "<", "/" and "tool": invisible characters, spaces, line breaks.
 _GAP = re.compile(rf"(?:{IGNORABLE}|\n)*+")
 _IGN_NOT_SPACE = f"(?:(?! ){IGNORABLE})"
