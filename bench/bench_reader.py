@@ -167,6 +167,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     ap.add_argument("--positions", type=int, default=None, help="also run the position sweep with K chunks")
+    ap.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="skip closed-book and oracle (they do not depend on the strategies; half the requests)",
+    )
     ap.add_argument("--json", default=None, help="write the reader results as JSON here")
     ap.add_argument(
         "--offline",
@@ -212,6 +217,8 @@ def main() -> None:
                 resources=resources,
                 positions=args.positions,
                 progress=progress,
+                closed_book=not args.no_baselines,
+                oracle=not args.no_baselines,
             )
             if args.offline:
                 # the interrupted run asked query by query: keep the complete prefix
