@@ -13,10 +13,13 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from contextwright import Assembler
 from contextwright.render.escape import fold
 from contextwright.render.parse import parse_tool_outputs
+from contextwright.tokens import get_tokenizer
 
 # A line that reads as one of the message's section headers.
 _SECTION = re.compile(r"(question|tool ?outputs?|context) ?:")
@@ -132,3 +135,63 @@ def test_section_escaping_is_linear_on_adversarial_text(text: str) -> None:
     start = time.thread_time()
     escape_sections(text)
     assert time.thread_time() - start < 0.5
+
+
+# Finding 5 as a property: whatever retrieved text holds, on every format and tokenizer.
+PIECES = [
+    "Question:",
+    "question :",
+    "QUESTION",
+    "Tool outputs:",
+    "tool output",
+    "Context:",
+    "context :",
+    "<tool_output",
+    "</tool_output>",
+    '<tool_output name="x">',
+    "< / Tool-Output >",
+    "\uff1c",
+    "\uff1e",
+    "\uff31uestion\uff1a",
+    "\u200b",
+    "\u00ad",
+    "\u202e",
+    "\n",
+    "\n\n",
+    " ",
+    "\t",
+    "/",
+    "]",
+    "[1]",
+    "x",
+]
+TEXT = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=12).map("".join)
+TOKENIZERS: list[dict[str, str]] = [{"tokenizer": "cl100k_base"}, {"model": "gpt-4o"}, {"tokenizer": "chars"}]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    fmt=st.sampled_from(FORMATS),
+    tok=st.sampled_from(TOKENIZERS),
+    texts=st.lists(TEXT, min_size=1, max_size=4),
+    tool=TEXT,
+    budget=st.integers(20, 400),
+)
+def test_sections_seen_are_the_sections_built(
+    fmt: Any, tok: dict[str, str], texts: list[str], tool: str, budget: int
+) -> None:
+    chunks = [
+        {"id": f"c{i}", "text": f"a{t}", "score": 1 - i / 10, "doc_summary": t} for i, t in enumerate(texts)
+    ]
+    asm = Assembler(budget=budget, format=fmt, tool_tokens=200, **tok)  # type: ignore[arg-type]
+    ctx = asm.assemble("What is it?", chunks, tools=[{"name": "calc", "content": f"1{tool}"}])
+    counter = get_tokenizer(tok.get("tokenizer", "o200k_base"))
+    assert counter.count(ctx.text) <= budget
+    assert ctx.tokens == counter.count(ctx.text)
+
+    kept = list(ctx.report.tools.kept) if ctx.report.tools else []
+    user = _text(ctx.messages()[-1]["content"])
+    lines = user.split("\n")
+    built = [("context", 0)] + ([("tools", lines.index("Tool outputs:"))] if kept else [])
+    assert _sections(user) == [*built, ("question", len(lines) - 1)]
+    assert parse_tool_outputs(user) == kept

@@ -95,7 +95,11 @@ def _is_tag(text: str, i: int) -> bool:
     slash = j < len(text) and unicodedata.normalize("NFKC", text[j]) == "/"
     if slash:
         j = _GAP.match(text, j + 1).end()  # type: ignore[union-attr]
-    if j >= len(text) or not (text[j] in "tT" or (not text[j].isascii() and _folds_to_t(text[j]))):
+    if j >= len(text):
+        # a "<" that ends the text would read as a tag with what the frame writes after it
+        # ("a<" then "\n\nTool outputs:" reads as "<Tool outputs"): escape it
+        return True
+    if not (text[j] in "tT" or (not text[j].isascii() and _folds_to_t(text[j]))):
         return False
     window = _WINDOW.match(text, j)
     seen = _STRIP.sub("", window.group()) if window else ""
