@@ -101,6 +101,19 @@ class CitationResolution:
         return not self.missing
 
 
+_NOT_A_BLOCK = 10**12  # above any block count; what a number of more digits stands for
+
+
+def _number(digits: str) -> int:
+    """``int(digits)``, or :data:`_NOT_A_BLOCK` for one of more than 12 digits.
+
+    ``int()`` refuses strings over 4,300 digits (a 500 in the service before, issue 26), and
+    no context has that many blocks: such a number is text, not a citation.
+    """
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 12 else _NOT_A_BLOCK
+
+
 def parse_citation_numbers(answer: str, *, max_range: int = 1000, blocks: int | None = None) -> list[int]:
     """Numbers cited in ``answer``: ``[1]``, ``[1, 3]``, ``[1-3]``, ``[SOURCE 2]``.
 
@@ -128,11 +141,11 @@ def parse_citation_numbers(answer: str, *, max_range: int = 1000, blocks: int | 
     for m in _BRACKET.finditer(answer):
         for item in _ITEM.finditer(m.group(1)):
             if item.group(3) is not None:
-                k = int(item.group(3))
+                k = _number(item.group(3))
                 if k < year:
                     seen.setdefault(k, None)
                 continue
-            lo, hi = int(item.group(1)), int(item.group(2))
+            lo, hi = _number(item.group(1)), _number(item.group(2))
             if not 1 <= lo <= hi or hi >= year:
                 continue
             if (limit is not None and hi > limit) or (limit is None and hi - lo > max_range):
