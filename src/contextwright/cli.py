@@ -496,6 +496,9 @@ if typer is not None:
                 escape(", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))),
             )
         err.print(table)
+        for s in ctx.report.stages:
+            for note in s.notes:
+                err.print(f"{escape(s.stage)}: {escape(note)}")
         if ctx.report.dropped:
             err.print("[dim]every dropped chunk with its reason: --json (report.stages[].dropped)[/]")
 

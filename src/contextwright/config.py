@@ -108,6 +108,24 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "lean",
     },
 }
+
+
+def _frugal(qa: Mapping[str, Any]) -> dict[str, Any]:
+    """``qa`` with ``relevance_stop`` right before its ``token_budget``: derived, so a change to
+    ``qa``'s stages is ``frugal``'s too."""
+    out = copy.deepcopy(dict(qa))
+    stages = out["stages"]
+    at = next(i for i, s in enumerate(stages) if s["type"] == "token_budget")
+    stages.insert(at, {"type": "relevance_stop"})
+    out["description"] = (
+        "qa with the budget as a ceiling: after a 200-token floor, stop at the first chunk whose "
+        "score, normalised per list (top 1, lowest 0), is under 0.2 (reason below_relevance); "
+        "fewer tokens for about the same answers."
+    )
+    return out
+
+
+_PRESETS["frugal"] = _frugal(_PRESETS["qa"])
 _LOCK = threading.Lock()
 #: The keys a config mapping may have; anything else is a typo or a misplaced setting.
 

@@ -892,10 +892,16 @@ class Report:
         return counts
 
     def summary(self) -> str:
-        """One line, e.g. ``20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)``."""
+        """One line, e.g. ``20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)``.
+
+        When ``relevance_stop`` (the ``frugal`` preset) ended the list early, the line also
+        says how many tokens of the budget that saved: ``… (budget 1,000; 574 saved)``.
+        """
+        stopped = any(d.reason == "below_relevance" for s in self.stages for d in s.dropped)
+        saved = f"; {self.budget - self.tokens:,} saved" if stopped and self.tokens < self.budget else ""
         return (
             f"{self.input_chunks} → {self.output_chunks} chunks · "
-            f"{self.input_tokens:,} → {self.tokens:,} tokens (budget {self.budget:,})"
+            f"{self.input_tokens:,} → {self.tokens:,} tokens (budget {self.budget:,}{saved})"
         )
 
     def to_dict(self) -> dict[str, Any]:
