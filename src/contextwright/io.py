@@ -27,6 +27,7 @@ import gzip
 import io
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -143,6 +144,8 @@ def read_records(
     progress: Callable[[int, int, int], None] | None = None,
     bad: Bad = "raise",
     source: IO[bytes] | None = None,
+    max_record_bytes: int | None = None,
+    max_document_bytes: int | None = None,
 ) -> Iterator[Record]:
     """Yield the JSON objects of an input file (or ``-`` for stdin), checked against the shape ``need``.
 
@@ -165,6 +168,13 @@ def read_records(
             the wrong shape still raises: that is the wrong file, not a bad row.
         source: The file's bytes as a stream when something else opened it
             (a Ray read task); ``path`` then only names it in ``where``.
+        max_record_bytes: The most bytes one JSON Lines record may have, decompressed
+            (default 64 MiB, or ``CONTEXTWRIGHT_MAX_RECORD_BYTES``).
+        max_document_bytes: The most bytes a whole JSON document (an array, or one
+            object over several lines) may have, decompressed (default 1 GiB, or
+            ``CONTEXTWRIGHT_MAX_DOCUMENT_BYTES``). Past either cap the reader stops with an
+            ``InputError`` naming the file, the limit and the fix: a 1.5 MB gzip that expands
+            to 1.5 GB is refused, not read into memory (issue 26).
 
     Raises:
         InputError: for a missing file, bytes that are not UTF-8 JSON (with the
@@ -177,6 +187,11 @@ def read_records(
         ...     record.data["question"], record.where
     """
     label = _label(path)
+    caps = _Caps(
+        label,
+        _cap(max_record_bytes, "CONTEXTWRIGHT_MAX_RECORD_BYTES", 64 << 20),
+        _cap(max_document_bytes, "CONTEXTWRIGHT_MAX_DOCUMENT_BYTES", 1 << 30),
+    )
     stream, size = _open(path, source)
     raw = stream
     keep = bad == "keep"
@@ -190,7 +205,7 @@ def read_records(
                 raise InputError(
                     f"input {label!r} is empty; expected JSON or JSON Lines of chunks or queries."
                 )
-            records = _whole(stream, label) if first == "[" else _lines(stream, label, first, keep)
+            records = _whole(stream, caps) if first == "[" else _lines(stream, caps, first, keep)
         shape: Literal["chunks", "queries"] | None = None
         count = 0
         for where, obj, text in records:
@@ -329,8 +344,54 @@ def _decode(raw: bytes, label: str, where: str) -> str:
         ) from None
 
 
-def _whole(stream: Any, label: str) -> Iterator[tuple[str, Any, str | None]]:
-    text = _decode(stream.read(), label, "input")
+@dataclass(frozen=True)
+class _Caps:
+    """How much a record and a whole document may expand to, for one input."""
+
+    label: str
+    record: int
+    document: int
+
+    def read_document(self, stream: Any, head: bytes = b"") -> bytes:
+        data = head + stream.read(self.document + 1 - len(head))
+        if len(data) > self.document:
+            raise self._over("a whole JSON document", self.document, "CONTEXTWRIGHT_MAX_DOCUMENT_BYTES")
+        return bytes(data)
+
+    def lines(self, stream: Any) -> Iterator[bytes]:
+        while True:
+            line = stream.readline(self.record + 1)
+            if not line:
+                return
+            if len(line) > self.record and not line.endswith(b"\n"):
+                raise self._over("one record (a line)", self.record, "CONTEXTWRIGHT_MAX_RECORD_BYTES")
+            yield line
+
+    def _over(self, what: str, limit: int, variable: str) -> InputError:
+        return InputError(
+            f"input {self.label!r}: {what} expands to more than {limit:,} bytes (a compressed file "
+            f"that expands without bound is refused, not read into memory). If the input is "
+            f"genuine, raise the limit: set {variable} to a larger number of bytes."
+        )
+
+
+def _cap(value: int | None, variable: str, default: int) -> int:
+    if value is None:
+        raw = os.environ.get(variable, "")
+        try:
+            value = int(raw) if raw.strip() else default
+        except ValueError:
+            raise InputError(
+                f"{variable}={raw!r} is not a number of bytes; e.g. {variable}={default}."
+            ) from None
+    if value < 1:
+        raise InputError(f"the input size limit must be at least 1 byte; got {value} (set {variable}).")
+    return value
+
+
+def _whole(stream: Any, caps: _Caps) -> Iterator[tuple[str, Any, str | None]]:
+    label = caps.label
+    text = _decode(caps.read_document(stream), label, "input")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -339,15 +400,16 @@ def _whole(stream: Any, label: str) -> Iterator[tuple[str, Any, str | None]]:
         yield f"{label}[{i}]", obj, None
 
 
-def _lines(stream: Any, label: str, first: str, keep: bool = False) -> Iterator[tuple[str, Any, str | None]]:
-    lines: Iterator[bytes] = iter(stream)
+def _lines(stream: Any, caps: _Caps, first: str, keep: bool = False) -> Iterator[tuple[str, Any, str | None]]:
+    label = caps.label
+    lines: Iterator[bytes] = caps.lines(stream)
     if first == "{":
         # One JSON object over several lines (a pretty-printed query) is a whole document.
         line1 = next(lines, b"")
         try:
             json.loads(_decode(line1, label, "line 1"))
         except (json.JSONDecodeError, InputError):
-            text = line1 + stream.read()
+            text = caps.read_document(stream, line1)
             try:
                 yield label, json.loads(_decode(text, label, "input")), None
                 return
