@@ -15,6 +15,7 @@ and the reader evaluation (:mod:`contextwright.eval.reader`) import it.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -47,6 +48,15 @@ class ChatClient:
         backoff_s: First backoff; doubles each retry (with jitter).
         max_backoff_s: Upper bound of one backoff, also for ``Retry-After``.
         max_concurrency: Requests in flight at once in :meth:`complete_many`.
+        max_reply_bytes: The most bytes a reply may have (default 4 MiB); a longer one is an
+            ``LLMError``, never read whole.
+
+    ``timeout_s`` is also a deadline for the whole request: a reply still arriving when it has
+    passed is abandoned (an endpoint dripping a byte a second took 43 s a request before, as
+    each read had its own timeout); a silent connection ends at the read timeout, so one
+    attempt takes at most about twice ``timeout_s``. A reply that is not JSON, nests deeper
+    than Python can parse, or is not a chat completion is an ``LLMError`` too, so an
+    evaluation records it for that query and goes on (issue 26).
 
     Raises:
         MissingDependencyError: when ``httpx`` (extra ``llm``) is not installed.
@@ -68,6 +78,7 @@ class ChatClient:
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
         max_concurrency: int = 4,
+        max_reply_bytes: int = 4 << 20,
     ) -> None:
         try:
             import httpx
@@ -81,6 +92,12 @@ class ChatClient:
         check_client_settings(
             model=model, timeout_s=timeout_s, retries=retries, max_concurrency=max_concurrency
         )
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes < 1:
+            raise ConfigError(
+                f"max_reply_bytes must be a positive number of bytes; got {max_reply_bytes!r}. "
+                "The default is 4194304 (4 MiB)."
+            )
+        self.max_reply_bytes = max_reply_bytes
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout_s = float(timeout_s)
@@ -140,20 +157,21 @@ class ChatClient:
             retry_after: float | None = None
             start = time.perf_counter()
             try:
-                response = self._http.post(self.url, json=payload)
+                status, body, headers = self._post(payload, start + self.timeout_s)
             except httpx.TimeoutException:
                 last, status = f"timed out after {self.timeout_s:g} s", None
+            except _Deadline:
+                last, status = f"the reply was still arriving at the {self.timeout_s:g} s deadline", None
             except httpx.TransportError as exc:
                 last, status = f"connection to {self.url} failed: {type(exc).__name__}: {exc}", None
             else:
-                status = response.status_code
                 if status == 200:
-                    return _reply(response, (time.perf_counter() - start) * 1000)
-                last = f"HTTP {status} from {self.url}: {response.text[:300]}"
+                    return _reply(body, (time.perf_counter() - start) * 1000)
+                last = f"HTTP {status} from {self.url}: {body[:300].decode('utf-8', 'replace')}"
                 if status not in _RETRY_STATUS:
                     hint = _HINTS.get(status, "")
                     raise LLMError(f"chat completion failed: {last}{hint}", status=status)
-                retry_after = _retry_after(response.headers.get("retry-after"))
+                retry_after = _retry_after(headers.get("retry-after"))
             if attempt < self.retries:
                 delay = retry_after if retry_after is not None else self.backoff_s * 2**attempt
                 delay = min(self.max_backoff_s, delay) * (
@@ -165,6 +183,32 @@ class ChatClient:
                 )
                 time.sleep(delay)
         raise LLMError(f"chat completion failed after {self.retries + 1} attempt(s): {last}", status=status)
+
+    def _post(self, payload: Mapping[str, Any], deadline: float) -> tuple[int, bytes, Mapping[str, str]]:
+        """POST ``payload``; the status, the body (at most ``max_reply_bytes``) and the headers.
+
+        Raises:
+            LLMError: for a body over ``max_reply_bytes``.
+            _Deadline: when the body is still arriving at ``deadline``.
+        """
+        with self._http.stream("POST", self.url, json=payload) as response:
+            length = response.headers.get("content-length", "")
+            if length.isdigit() and int(length) > self.max_reply_bytes:
+                raise LLMError(self._too_long(), status=response.status_code)
+            body = bytearray()
+            for part in response.iter_bytes():
+                body += part
+                if len(body) > self.max_reply_bytes:
+                    raise LLMError(self._too_long(), status=response.status_code)
+                if time.perf_counter() > deadline:
+                    raise _Deadline
+            return response.status_code, bytes(body), response.headers
+
+    def _too_long(self) -> str:
+        return (
+            f"the endpoint's reply is over {self.max_reply_bytes:,} bytes (max_reply_bytes); "
+            "a chat completion of a few tokens is a few hundred bytes"
+        )
 
     def complete(
         self,
@@ -226,11 +270,17 @@ class ChatReply:
     latency_ms: float = 0.0
 
 
-def _reply(response: Any, latency_ms: float) -> ChatReply:
+class _Deadline(Exception):
+    """The whole-request deadline passed while the reply was arriving."""
+
+
+def _reply(body: bytes, latency_ms: float) -> ChatReply:
     try:
-        data = response.json()
-    except ValueError:
-        raise LLMError(f"the endpoint replied with invalid JSON: {response.text[:200]!r}") from None
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise LLMError(f"the endpoint replied with invalid JSON: {body[:200]!r}") from None
+    except RecursionError:
+        raise LLMError("the endpoint replied with JSON nested too deeply to be a chat completion") from None
     try:
         choice = data["choices"][0]
         content = choice["message"]["content"]
