@@ -107,7 +107,7 @@ def test_html_report_is_self_contained_and_holds_the_plots(runs: dict[str, Any])
     assert not re.search(r"""href=["'](?!#)""", page)
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids))  # inlined figures cannot resolve each other's #references
-    assert page.count("<svg") == 5
+    assert page.count("<svg") == 6  # with the tokens-vs-retention (Pareto) plot
     for heading in (
         "Answer-text retention vs budget",
         "Position of the first answer-bearing block",
@@ -143,7 +143,7 @@ def test_html_report_renders_its_plots_offline_in_chromium(runs: dict[str, Any])
         finally:
             browser.close()
     assert requests == [url]
-    assert len(sizes) == 5
+    assert len(sizes) == 6  # five plots and the tokens-vs-retention (Pareto) plot
     assert all(w > 200 and h > 150 and ns == "http://www.w3.org/2000/svg" for w, h, ns in sizes)
     assert drawn > 100
 

@@ -107,5 +107,14 @@ def test_html_escapes_names_and_lists_skips_definitions_and_the_prior(
     assert "needs-store" in page
     assert "Liu et al., Lost in the Middle" in page
     assert all(f"<dt>{k.replace('&', '&amp;')}</dt>" in page for k in DEFINITIONS)
-    assert page.count("<svg") == 5
+    assert page.count("<svg") == 6  # with the tokens-vs-retention (Pareto) plot
     assert "http://" not in page
+
+
+def test_html_has_the_tokens_against_retention_plot(result: EvalResult) -> None:
+    """The Pareto view (issue 23): one line per strategy, mean tokens on x, retention on y."""
+    page = render_html(result)
+    assert "Tokens sent vs answers kept" in page
+    figure = page.split("Tokens sent vs answers kept", 1)[1].split("</figure>", 1)[0]
+    assert "<svg" in figure and "mean tokens sent" in figure and "answer retained" in figure
+    assert figure.count("<path") > 4  # two strategies' lines and markers, axes

@@ -402,6 +402,41 @@ def _position_plot(result: EvalResult, prefix: str, *, hard: bool = False) -> st
     return _svg(fig, prefix)
 
 
+def _pareto_plot(result: EvalResult, prefix: str) -> str:
+    """Mean tokens sent (x) against answer retention (y), one line per strategy over the budgets.
+
+    The view a user decides from: a strategy up and to the left keeps as many answers for fewer
+    tokens (``frugal`` against ``qa``).
+    """
+    from matplotlib.figure import Figure
+
+    names = [n for n, _ in result.strategies]
+    colors = _colors(names)
+    fig = Figure(figsize=(5.6, 3.8))
+    ax = fig.subplots()
+    for name in names:
+        points = sorted(
+            (s.tokens_mean, 100 * s.answer_retention, s.budget)
+            for s in result.summaries
+            if s.strategy == name
+            and s.subset == "all"
+            and s.tokens_mean is not None
+            and s.answer_retention is not None
+        )
+        if not points:
+            continue
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name, color=colors[name])
+        for x, y, budget in points:
+            ax.annotate(
+                f"{budget:,}", (x, y), textcoords="offset points", xytext=(3, -9), fontsize=6, color="0.4"
+            )
+    ax.set_xlabel("mean tokens sent")
+    ax.set_ylabel("answer retained (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    return _svg(fig, prefix)
+
+
 def _plots(result: EvalResult) -> list[tuple[str, str]]:
     try:
         import matplotlib
@@ -442,6 +477,10 @@ def _plots(result: EvalResult) -> list[tuple[str, str]]:
             (
                 "Tokens used vs budget",
                 _line_plot(result, "tokens_mean", "mean tokens", subsets=("all",), scale=1, prefix="f4-"),
+            ),
+            (
+                "Tokens sent vs answers kept, per strategy (labels: the budget; up and left is better)",
+                _pareto_plot(result, "f6-"),
             ),
         ]
 
