@@ -16,7 +16,15 @@ ENV_PREFIX = "CONTEXTWRIGHT_"
 
 #: ``CONTEXTWRIGHT_*`` variables that are not service settings, so :meth:`ServiceConfig.load`
 #: does not refuse them: the config file's path and the test data's directory ...
-NON_SETTING_VARIABLES = frozenset({"CONTEXTWRIGHT_CONFIG", "CONTEXTWRIGHT_SHARED_DATA"})
+NON_SETTING_VARIABLES = frozenset(
+    {
+        "CONTEXTWRIGHT_CONFIG",
+        "CONTEXTWRIGHT_SHARED_DATA",
+        # the input readers' caps (contextwright.io), read by the CLI, not the service
+        "CONTEXTWRIGHT_MAX_RECORD_BYTES",
+        "CONTEXTWRIGHT_MAX_DOCUMENT_BYTES",
+    }
+)
 #: ... and whole families: the test suite's (``CONTEXTWRIGHT_TEST_PG_DSN``), the benchmarks'
 #: (``CONTEXTWRIGHT_BENCH_PG_DSN``) and a real LLM endpoint's (``CONTEXTWRIGHT_LLM_BASE_URL``,
 #: also a name to give ``llm_compress``'s ``api_key_env``).
