@@ -180,3 +180,33 @@ def test_grouped_format_shows_one_header_per_source() -> None:
     ]
     ctx = assemble("q", chunks, budget=300, preset="summarize")
     assert ctx.text.count("## Document: a.md") == 1
+
+
+def _old_natural(value: str) -> tuple[object, ...]:
+    """The sort key before issue 26 (int() of every digit run)."""
+    import re
+
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", value) if p)
+
+
+@given(st.lists(st.text(alphabet="ab-_0123456789٣", max_size=8), min_size=2, max_size=8))
+def test_natural_key_orders_as_integers_do(values: list[str]) -> None:
+    from contextwright.stages.order import _natural
+
+    assert sorted(values, key=_natural) == sorted(values, key=_old_natural)
+
+
+def test_chronological_takes_huge_and_superscript_numbers_in_doc_ids() -> None:
+    # Issue 26: int() refuses digit runs over 4,300 digits, and '²'.isdigit() is true
+    # although int('²') fails: both ended the assembly with a ValueError.
+    huge = "9" * 5000
+    chunks = chunks_from_dicts(
+        [
+            {"id": "h", "text": "a", "doc_id": f"doc{huge}"},
+            {"id": "s", "text": "b", "doc_id": "doc1²"},
+            {"id": "t", "text": "c", "doc_id": "doc10"},
+            {"id": "u", "text": "d", "doc_id": "doc2"},
+            {"id": "z", "text": "e", "doc_id": f"doc1{huge}"},
+        ]
+    )
+    assert ids(ChronologicalOrder()(chunks)) == ["s", "u", "t", "h", "z"]
