@@ -39,10 +39,24 @@ __all__ = [
 
 
 def _natural(value: str | None) -> tuple[object, ...]:
-    """Sort key that puts ``doc2`` before ``doc10``."""
+    """Sort key that puts ``doc2`` before ``doc10``.
+
+    A digit run sorts by its value as (length, digits) without leading zeros, the
+    order of the integers, so runs longer than ``int()`` takes (4,300 digits) sort
+    too; only the runs the regex split off count as numbers (``'²'.isdigit()`` is
+    true, but it is not a decimal digit).
+    """
     if value is None:
         return ((1, ""),)
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", value) if p)
+    parts = re.split(r"(\d+)", value)
+    return tuple(_digits(p) if i % 2 else (1, p) for i, p in enumerate(parts) if p)
+
+
+def _digits(run: str) -> tuple[int, int, str]:
+    # str(int()) maps other scripts' decimal digits ('٣') to ASCII; past int()'s limit
+    # the run is compared as written.
+    v = str(int(run)) if len(run) <= 4000 else run.lstrip("0") or "0"
+    return (0, len(v), v)
 
 
 def _position(c: Chunk) -> tuple[int, int, int]:
