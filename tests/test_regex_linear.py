@@ -18,20 +18,20 @@ from collections.abc import Callable
 
 import pytest
 
-from contextwright.budget import get_model
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.core.sentences import split_sentences
+from contextwright.core.text import check_text
 from contextwright.eval.metrics import answer_in_text, normalize_answer, normalize_answer_unicode
 from contextwright.render import escape
 from contextwright.render.cite import parse_citation_numbers, resolve_citations
 from contextwright.render.format import get_format
 from contextwright.render.parse import parse_blocks, parse_tool_outputs
 from contextwright.render.tools import fit_tools
-from contextwright.sentences import split_sentences
 from contextwright.service.problems import _union_tag, config_loc, input_loc
 from contextwright.stages import compress, dedup, order
 from contextwright.stages.budget import sentence_ends
-from contextwright.textcheck import check_text
 from contextwright.tokens import get_tokenizer
+from contextwright.tokens.zones import get_model
 
 N = 100_000
 BOUND_S = 0.5

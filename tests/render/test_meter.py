@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.tokens import CharTokenizer, get_tokenizer
-from contextwright.types import Chunk
 
 FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
 meta = st.one_of(st.none(), st.text(max_size=20))

@@ -13,10 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contextwright.assembler import Assembler
-from contextwright.errors import ConfigError, InputError
-from contextwright.pipeline import Pipeline
-from contextwright.types import _ALIASES, AssembledContext, Chunk, Citation, chunks_from_dicts
+from contextwright.assembly.assembler import Assembler
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.fields import FIELD_ALIASES
+from contextwright.render.context import AssembledContext, Citation
 
 __all__ = [
     "ASSEMBLY_KEYS",
@@ -81,11 +84,11 @@ def metadata_for(
     meta = dict(chunk.metadata)
     for name in _FIELDS:
         value = getattr(chunk, name)
-        names = _ALIASES[name] + (aliases or {}).get(name, ())
+        names = FIELD_ALIASES[name] + (aliases or {}).get(name, ())
         if name not in skip and value is not None and not any(key in meta for key in names):
             meta[name] = value
     if score_key is not None:
-        present = next((key for key in _ALIASES["score"] if key in meta), None)
+        present = next((key for key in FIELD_ALIASES["score"] if key in meta), None)
         if present is not None:
             meta[present] = chunk.score
         elif chunk.score != 0.0:

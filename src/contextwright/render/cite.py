@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from contextwright.model.chunk import Chunk
+from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import Format
-from contextwright.types import AssembledContext, Chunk, Citation
 
 __all__ = ["CitationResolution", "build_citations", "resolve_citations"]
 

@@ -37,14 +37,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded, check_settings
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded, check_settings
+from contextwright.core.text import check_text
+from contextwright.model.chunk import Chunk
 from contextwright.render.escape import clean, drop_blank_lines, oneline
 from contextwright.render.grammar import GROUPED, MARKDOWN, NUMBERED, SOURCES, escape_xml
 from contextwright.render.sandbox import TemplateLimits, compile_template, render_template
 from contextwright.render.sections import escape_sections
-from contextwright.textcheck import check_text
-from contextwright.types import Chunk
 
 __all__ = [
     "Format",
@@ -469,7 +469,7 @@ class TemplateFormat(Format):
     output of at most ``max_output_chars`` characters, at most ``max_steps``
     executed template lines (loop iterations, recursion) and ``timeout_s``
     seconds; beyond them, or on a sandbox violation or runtime error,
-    :class:`~contextwright.errors.ConfigError`.
+    :class:`~contextwright.core.errors.ConfigError`.
 
     Args:
         template: The Jinja2 template source (at most 100,000 characters).

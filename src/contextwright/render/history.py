@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from contextwright.errors import ConfigError, HistoryBudgetError, InputError
+from contextwright.core.errors import ConfigError, HistoryBudgetError, InputError
+from contextwright.core.text import check_text
+from contextwright.model.zones import HistoryResult
 from contextwright.render.messages import Message, check_role
-from contextwright.textcheck import check_text
 
 __all__ = ["SUMMARY_PREFIX", "HistoryResult", "trim_history"]
 
@@ -37,38 +37,6 @@ logger = logging.getLogger(__name__)
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
 Summarizer = Callable[[list[Message]], str]
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryResult:
-    """A trimmed history and what trimming did.
-
-    Attributes:
-        messages: The kept turns (and the summary message, if any), oldest first.
-        tokens: Their cost, with ``per_message`` overhead, within ``budget``.
-        budget: The history zone.
-        dropped: Positions in the input history of the dropped turns.
-        summary: The summarizer's text for the dropped turns, when it ran and fit.
-        notes: Anything worth knowing (a summary that did not fit, ...).
-    """
-
-    messages: tuple[Message, ...]
-    tokens: int
-    budget: int
-    dropped: tuple[int, ...] = ()
-    summary: str | None = None
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tokens": self.tokens,
-            "budget": self.budget,
-            "kept": len(self.messages),
-            "dropped": list(self.dropped),
-            "summary": self.summary,
-            "notes": list(self.notes),
-            "messages": [dict(m) for m in self.messages],
-        }
 
 
 def trim_history(
