@@ -3,12 +3,12 @@
 # ruff: noqa: F401
 
 from contextwright.assembly.assembler import (
-    _ASSEMBLE_ARGS,
-    _ASSEMBLER_ARGS,
-    _ASSEMBLER_OPTIONS,
+    Assembler,
     DEFAULT_BUFFER,
     MAX_SESSIONS,
-    Assembler,
+    _ASSEMBLER_ARGS,
+    _ASSEMBLER_OPTIONS,
+    _ASSEMBLE_ARGS,
     _annotate,
     _block_keys,
     _check_resources,
@@ -19,3 +19,21 @@ from contextwright.assembly.assembler import (
     aassemble,
     assemble,
 )
+
+__all__ = [
+    "Assembler",
+    "DEFAULT_BUFFER",
+    "MAX_SESSIONS",
+    "_ASSEMBLER_ARGS",
+    "_ASSEMBLER_OPTIONS",
+    "_ASSEMBLE_ARGS",
+    "_annotate",
+    "_block_keys",
+    "_check_resources",
+    "_from_any",
+    "_override",
+    "_stable_prefix",
+    "_with_fusion",
+    "aassemble",
+    "assemble",
+]

@@ -3,9 +3,9 @@
 # ruff: noqa: F401
 
 from contextwright.assembly.presets import (
+    CONFIG_KEYS,
     _LOCK,
     _PRESETS,
-    CONFIG_KEYS,
     _frugal,
     get_preset,
     list_presets,
@@ -14,3 +14,16 @@ from contextwright.assembly.presets import (
     pipeline_to_config,
     register_preset,
 )
+
+__all__ = [
+    "CONFIG_KEYS",
+    "_LOCK",
+    "_PRESETS",
+    "_frugal",
+    "get_preset",
+    "list_presets",
+    "load_config_file",
+    "pipeline_from_config",
+    "pipeline_to_config",
+    "register_preset",
+]

@@ -3,8 +3,8 @@
 # ruff: noqa: F401
 
 from contextwright.clients.embed import (
-    DEFAULT_CACHE_SIZE,
     CallableEmbedder,
+    DEFAULT_CACHE_SIZE,
     Embedder,
     EmbeddingCache,
     LazyModel,
@@ -15,3 +15,17 @@ from contextwright.clients.embed import (
     logger,
     normalize_rows,
 )
+
+__all__ = [
+    "CallableEmbedder",
+    "DEFAULT_CACHE_SIZE",
+    "Embedder",
+    "EmbeddingCache",
+    "LazyModel",
+    "SentenceTransformerEmbedder",
+    "_CachedEmbedder",
+    "_key",
+    "_np",
+    "logger",
+    "normalize_rows",
+]

@@ -17,3 +17,19 @@ from contextwright.core.errors import (
     did_you_mean,
     missing_extra,
 )
+
+__all__ = [
+    "AssemblyCancelled",
+    "BudgetError",
+    "CompressionError",
+    "ConfigError",
+    "ContextwrightError",
+    "HistoryBudgetError",
+    "InputError",
+    "LLMError",
+    "MissingDependencyError",
+    "StoreError",
+    "TokenizerError",
+    "did_you_mean",
+    "missing_extra",
+]

@@ -14,3 +14,16 @@ from contextwright.render.inspector import (
     inspection,
     render_page,
 )
+
+__all__ = [
+    "_CSS",
+    "_EXAMPLE",
+    "_FORM",
+    "_JS",
+    "_PAGE",
+    "_embed",
+    "block_rows",
+    "input_rows",
+    "inspection",
+    "render_page",
+]

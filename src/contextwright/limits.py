@@ -3,10 +3,10 @@
 # ruff: noqa: F401
 
 from contextwright.core.limits import (
-    _KEY,
+    Bound,
     DEFAULT_BOUND,
     MAX_BUDGET_TOKENS,
-    Bound,
+    _KEY,
     _is_numeric_annotation,
     bound_of,
     bounded,
@@ -16,3 +16,18 @@ from contextwright.core.limits import (
     numeric_settings,
     stage_work,
 )
+
+__all__ = [
+    "Bound",
+    "DEFAULT_BOUND",
+    "MAX_BUDGET_TOKENS",
+    "_KEY",
+    "_is_numeric_annotation",
+    "bound_of",
+    "bounded",
+    "bounds_table",
+    "check_number",
+    "check_settings",
+    "numeric_settings",
+    "stage_work",
+]

@@ -3,11 +3,11 @@
 # ruff: noqa: F401
 
 from contextwright.assembly.pipeline import (
-    _BUDGET_REASONS,
-    _MAX_BODIES,
-    ZERO_BUDGET_NOTE,
     Pipeline,
     Plan,
+    ZERO_BUDGET_NOTE,
+    _BUDGET_REASONS,
+    _MAX_BODIES,
     _attributes,
     _cancel,
     _check_cancelled,
@@ -19,3 +19,21 @@ from contextwright.assembly.pipeline import (
     logger,
     zero_budget_notes,
 )
+
+__all__ = [
+    "Pipeline",
+    "Plan",
+    "ZERO_BUDGET_NOTE",
+    "_BUDGET_REASONS",
+    "_MAX_BODIES",
+    "_attributes",
+    "_cancel",
+    "_check_cancelled",
+    "_inputs",
+    "_measured",
+    "_needs",
+    "_report_empty",
+    "cancel_on",
+    "logger",
+    "zero_budget_notes",
+]

@@ -3,3 +3,5 @@
 # ruff: noqa: F401
 
 from contextwright.clients.rerank import CrossEncoderReranker, Reranker, logger
+
+__all__ = ["CrossEncoderReranker", "Reranker", "logger"]

@@ -3,3 +3,5 @@
 # ruff: noqa: F401
 
 from contextwright.model.spans import Span, _trimmed, compose, join_pieces, pieces_of
+
+__all__ = ["Span", "_trimmed", "compose", "join_pieces", "pieces_of"]

@@ -3,12 +3,23 @@
 # ruff: noqa: F401
 
 from contextwright.core.text import (
-    _CLASS_BODY,
     ASCII_IGNORABLE,
     IGNORABLE,
     IGNORABLE_RANGES,
     IGNORABLE_SET,
     SPACES,
+    _CLASS_BODY,
     check_text,
     visible,
 )
+
+__all__ = [
+    "ASCII_IGNORABLE",
+    "IGNORABLE",
+    "IGNORABLE_RANGES",
+    "IGNORABLE_SET",
+    "SPACES",
+    "_CLASS_BODY",
+    "check_text",
+    "visible",
+]

@@ -52,6 +52,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["ContextwrightAssembler", "from_documents", "to_documents"]
 
+
 def from_documents(documents: Iterable[Document | Chunk]) -> tuple[Chunk, ...]:
     """Convert Haystack documents into chunks, in order.
 

@@ -14,7 +14,15 @@ import re
 
 from contextwright.core.errors import InputError
 
-__all__ = ["ASCII_IGNORABLE", "IGNORABLE", "IGNORABLE_RANGES", "IGNORABLE_SET", "SPACES", "check_text", "visible"]
+__all__ = [
+    "ASCII_IGNORABLE",
+    "IGNORABLE",
+    "IGNORABLE_RANGES",
+    "IGNORABLE_SET",
+    "SPACES",
+    "check_text",
+    "visible",
+]
 
 #: The ignorable code points as inclusive ranges: ``White_Space``, ``Cc``,
 #: ``Cf``, ``Default_Ignorable_Code_Point`` and U+2800. Spelled out (rather than
@@ -48,7 +56,6 @@ def visible(text: str) -> bool:
     if not stripped:
         return False
     return stripped[0] not in IGNORABLE_SET or any(ch not in IGNORABLE_SET for ch in stripped)
-
 
 
 def check_text(value: str, where: str, *, error: type[Exception] = InputError) -> str:

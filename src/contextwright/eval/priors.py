@@ -9,3 +9,5 @@ from contextwright.stages.priors import (
     load_prior,
     prior_from_mapping,
 )
+
+__all__ = ["LIU_2024", "PositionalPrior", "_from_positions", "load_prior", "prior_from_mapping"]

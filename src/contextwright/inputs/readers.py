@@ -196,42 +196,15 @@ def read_records(
     raw = stream
     keep = bad == "keep"
     try:
-        records: Iterator[tuple[str, Any, str | None]]
-        if stream.peek(4)[:4] == b"PAR1":  # type: ignore[attr-defined]
-            records = _parquet(stream, path, label, source)
-        else:
-            first = _first_char(stream, label)
-            if first is None:
-                raise InputError(
-                    f"input {label!r} is empty; expected JSON or JSON Lines of chunks or queries."
-                )
-            records = _whole(stream, caps) if first == "[" else _lines(stream, caps, first, keep)
+        records = _records_of(stream, path, label, source, caps, keep)
         shape: Literal["chunks", "queries"] | None = None
         count = 0
         for where, obj, text in records:
             if limit is not None and count >= limit:
                 return
             try:
-                if isinstance(obj, _Unreadable):
-                    raise InputError(obj.message)
-                found = _shape_of(obj, where, command, need)
-                if shape is None:
-                    if need != "any" and found != need:
-                        raise _WrongFile(
-                            f"{command} needs {_NEEDS[need]}, but {label!r} holds {_FOUND[found]}: "
-                            f"{where} is a {_ONE[found]}."
-                            + (
-                                " For an index, pass the chunk corpus, not a query file."
-                                if need == "chunks"
-                                else ' Wrap the chunks as {"question": "...", "chunks": [...]}.'
-                            )
-                        )
-                    shape = found
-                elif found != shape:
-                    raise InputError(
-                        f"{where} is a {_ONE[found]} ({'has' if found == 'queries' else 'no'} 'chunks') but "
-                        f"earlier records were {shape}; a file holds either chunks or queries, not both."
-                    )
+                found = _checked_shape(obj, where, command, need, shape, label)
+                shape = shape or found
             except _WrongFile as exc:
                 raise InputError(str(exc)) from None
             except InputError as exc:
@@ -257,6 +230,49 @@ def read_records(
 
 
 _RAW = 200  # characters of an unusable record kept in Record.raw
+
+
+def _records_of(
+    stream: IO[bytes], path: str | Path, label: str, source: IO[bytes] | None, caps: _Caps, keep: bool
+) -> Iterator[tuple[str, Any, str | None]]:
+    """``(where, object, raw text)`` of each record: Parquet, a whole JSON document, or JSON Lines."""
+    if stream.peek(4)[:4] == b"PAR1":  # type: ignore[attr-defined]
+        return _parquet(stream, path, label, source)
+    first = _first_char(stream, label)
+    if first is None:
+        raise InputError(f"input {label!r} is empty; expected JSON or JSON Lines of chunks or queries.")
+    return _whole(stream, caps) if first == "[" else _lines(stream, caps, first, keep)
+
+
+def _checked_shape(
+    obj: Any, where: str, command: str, need: Need, shape: Literal["chunks", "queries"] | None, label: str
+) -> Literal["chunks", "queries"]:
+    """The record's shape, checked against what the command needs and the file's first record.
+
+    Raises:
+        _WrongFile: when the first record has the shape the command does not take.
+        InputError: for an unreadable record or one whose shape differs from the first's.
+    """
+    if isinstance(obj, _Unreadable):
+        raise InputError(obj.message)
+    found = _shape_of(obj, where, command, need)
+    if shape is None:
+        if need != "any" and found != need:
+            raise _WrongFile(
+                f"{command} needs {_NEEDS[need]}, but {label!r} holds {_FOUND[found]}: "
+                f"{where} is a {_ONE[found]}."
+                + (
+                    " For an index, pass the chunk corpus, not a query file."
+                    if need == "chunks"
+                    else ' Wrap the chunks as {"question": "...", "chunks": [...]}.'
+                )
+            )
+    elif found != shape:
+        raise InputError(
+            f"{where} is a {_ONE[found]} ({'has' if found == 'queries' else 'no'} 'chunks') but "
+            f"earlier records were {shape}; a file holds either chunks or queries, not both."
+        )
+    return found
 
 
 class _WrongFile(InputError):

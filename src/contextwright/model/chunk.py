@@ -24,12 +24,9 @@ if TYPE_CHECKING:
 
 from contextwright.model.fields import (
     _EMPTY,
-    _KNOWN_KEYS,
-    _SCALARS,
     FIELD_ALIASES,
     _collect,
     _fast_plan,
-    _number,
     _opt_int,
     _opt_str,
     _provenance,
@@ -37,10 +34,18 @@ from contextwright.model.fields import (
     _short,
     _utf8_ok,
     check_tree,
+    plain_extras,
+    plain_values,
+    read_embedding,
+    read_metadata,
+    read_nested,
+    read_origin,
+    read_rank,
+    read_score,
+    read_text,
 )
 
 Origin = Literal["retrieved", "expanded", "merged"]
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,91 +155,17 @@ class Chunk:
             if fast is not None:
                 return fast[0]
         where = f"chunks[{position}]" if position is not None else "chunk"
-        if type(data) is not dict and not isinstance(data, Mapping):
-            raise InputError(
-                f"{where} must be an object with at least a 'text' field; got "
-                f'{type(data).__name__} {_short(data)}. Pass {{"text": "...", "score": 0.5}}.'
-            )
-        meta_in = data.get("metadata")
-        if meta_in is not None and not isinstance(meta_in, Mapping):
-            raise InputError(
-                f"{where}.metadata must be an object; got {type(meta_in).__name__} "
-                f"{_short(meta_in)}. Pass a JSON object or leave it out."
-            )
-        nested: Mapping[str, Any] = meta_in or {}
+        nested = read_nested(data, where)
         found = _collect(data, "")
         if nested:
             for name, hit in _collect(nested, "metadata.").items():
                 found.setdefault(name, hit)
-
-        text_hit = found.get("text")
-        if text_hit is None:
-            null = next((k for k in FIELD_ALIASES["text"] if k in data), None)
-            if null is not None:
-                raise InputError(
-                    f"{where}.{null} is null; a chunk needs its text as a string. "
-                    "Pass the text, or leave the chunk out (assemble() drops it with reason 'empty')."
-                )
-            raise InputError(
-                f"{where} has no text: expected one of the fields "
-                f"{', '.join(FIELD_ALIASES['text'])}; got keys {sorted(data)}. "
-                "Add the chunk's text under 'text'."
-            )
-        text = text_hit[2]
-        if type(text) is not str:
-            raise InputError(
-                f"{where}.{text_hit[1]} must be a string; got {type(text).__name__} {_short(text)}."
-            )
-        check_text(text, f"{where}.{text_hit[1]}")
-        if not visible(text):
-            raise InputError(
-                f"{where}.{text_hit[1]} is empty or only whitespace/invisible characters ({_short(text)}). "
-                "Drop empty chunks before assembly; they carry nothing to cite."
-            )
-
-        score_hit = found.get("score")
-        score = 0.0
-        if score_hit is not None:
-            raw = score_hit[2]
-            score = (
-                raw if type(raw) is float and math.isfinite(raw) else _number(raw, f"{where}.{score_hit[1]}")
-            )
-
-        embedding = data.get("embedding", nested.get("embedding"))
-        emb: tuple[float, ...] | None = None
-        if embedding is not None:
-            try:
-                emb = tuple(float(x) for x in embedding)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"{where}.embedding must be a list of numbers; got {_short(embedding)}."
-                ) from None
-            if not emb or not all(math.isfinite(x) for x in emb):
-                raise InputError(
-                    f"{where}.embedding must be a non-empty list of finite numbers; got {_short(embedding)}."
-                )
-
-        rank_raw = data.get("rank")
-        rank = position if position is not None else 0
-        if rank_raw is not None:
-            if isinstance(rank_raw, bool) or not isinstance(rank_raw, int):
-                raise InputError(f"{where}.rank must be an integer; got {_short(rank_raw)}.")
-            rank = rank_raw
-
-        metadata = {k: v for k, v in nested.items() if k != "embedding"} if nested else {}
-        for k, v in data.items():
-            if k not in _KNOWN_KEYS:
-                if isinstance(k, str) and not k.isascii():
-                    check_text(k, f"{where} key {_short(k)}")
-                metadata[k] = v
-        if metadata:
-            check_tree(metadata, f"{where}.metadata")
-
-        origin = data.get("origin", "retrieved")
-        if type(origin) is not str:
-            raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
-        check_text(origin, f"{where}.origin")
-
+        text = read_text(found, data, where)
+        score = read_score(found, where)
+        emb = read_embedding(data, nested, where)
+        rank = read_rank(data, position, where)
+        metadata = read_metadata(data, nested, where)
+        origin = read_origin(data, where)
         provenance = _provenance(data.get("provenance"), where)
 
         return cls(
@@ -286,14 +217,10 @@ _chunk_values = operator.attrgetter(*_CHUNK_FIELDS)
 _set = object.__setattr__
 
 
-
-
 def content_id(text: str) -> str:
     """A stable id derived from the text (NFC-normalized), for chunks without one."""
     digest = hashlib.blake2b(unicodedata.normalize("NFC", text).encode(), digest_size=8)
     return "c" + digest.hexdigest()
-
-
 
 
 def _from_plain(data: dict[str, Any], position: int | None) -> tuple[Chunk, bool] | None:
@@ -318,19 +245,9 @@ def _from_plain(data: dict[str, Any], position: int | None) -> tuple[Chunk, bool
             score = raw
         elif raw is not None:
             return None
-    values: dict[str, Any] = {}
-    for name, key in plan.strs:
-        value = data[key]
-        if value is not None:
-            if type(value) is not str or not (value.isascii() or _utf8_ok(value)):
-                return None
-            values[name] = value
-    for name, key in plan.ints:
-        value = data[key]
-        if value is not None:
-            if type(value) is not int:
-                return None
-            values[name] = value
+    values = plain_values(plan, data)
+    if values is None:
+        return None
     rank = position if position is not None else 0
     if plan.rank:
         raw = data["rank"]
@@ -340,15 +257,9 @@ def _from_plain(data: dict[str, Any], position: int | None) -> tuple[Chunk, bool
             rank = raw
     metadata: dict[str, Any] | None = None
     if plan.extras:
-        metadata = {}
-        for k in plan.extras:
-            value = data[k]
-            if type(value) is str:
-                if not (value.isascii() or _utf8_ok(value)):
-                    return None
-            elif type(value) not in _SCALARS:
-                return None  # nested: check_tree's path to a bad string
-            metadata[k] = value
+        metadata = plain_extras(plan, data)
+        if metadata is None:
+            return None
     get = values.get
     # Positional (field order; the property test against from_dict's general path checks it):
     # a keyword call of a 23-field dataclass costs ~15 % more.
@@ -369,8 +280,6 @@ def _from_plain(data: dict[str, Any], position: int | None) -> tuple[Chunk, bool
         rank,
     )
     return chunk, plan.explicit_id is not None and data[plan.explicit_id] is not None
-
-
 
 
 def _check_chunk(chunk: Chunk, where: str) -> None:
@@ -421,7 +330,3 @@ def _given_id(item: Any, position: int) -> str:
         if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
             return str(value)
     return f"chunks[{position}]"
-
-
-
-

@@ -64,7 +64,3 @@ def chunks_from_dicts(
         seen[chunk.id] = position
         out.append(chunk)
     return tuple(out)
-
-
-
-

@@ -14,11 +14,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from contextwright.core.errors import InputError
-from contextwright.core.text import check_text
+from contextwright.core.text import check_text, visible
 
 if TYPE_CHECKING:
     pass
-
 
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -38,7 +37,9 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "section": ("section", "heading", "header"),
 }
 _FIELD_OF: dict[str, tuple[str, int]] = {
-    alias: (name, priority) for name, aliases in FIELD_ALIASES.items() for priority, alias in enumerate(aliases)
+    alias: (name, priority)
+    for name, aliases in FIELD_ALIASES.items()
+    for priority, alias in enumerate(aliases)
 }
 
 
@@ -82,7 +83,6 @@ _KNOWN_KEYS = frozenset(k for names in FIELD_ALIASES.values() for k in names) | 
 }
 
 
-
 def _provenance(value: Any, where: str) -> tuple[tuple[str, int, float], ...]:
     """``provenance`` from its JSON form (``[{"list", "rank", "score"}, ...]``)."""
     if value is None:
@@ -108,8 +108,6 @@ def _provenance(value: Any, where: str) -> tuple[tuple[str, int, float], ...]:
 
 def _provenance_dicts(provenance: Sequence[tuple[str, int, float]]) -> list[dict[str, Any]]:
     return [{"list": name, "rank": rank, "score": score} for name, rank, score in provenance]
-
-
 
 
 _STR_FIELDS = ("id", "doc_id", "source", "title", "section")
@@ -156,8 +154,6 @@ def _fast_plan(keys: tuple[Any, ...]) -> _FastPlan | None:
         extras=tuple(k for k in keys if k not in _KNOWN_KEYS),
         explicit_id=fields.get("id"),
     )
-
-
 
 
 _MAX_DEPTH = 32
@@ -225,8 +221,6 @@ def _utf8_ok(text: str) -> bool:
     return True
 
 
-
-
 def _opt_str(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> str | None:
     hit = found.get(name)
     if hit is None:
@@ -286,5 +280,136 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def read_nested(data: Any, where: str) -> Mapping[str, Any]:
+    """The mapping's ``metadata`` (empty when absent), after checking both are mappings."""
+    if type(data) is not dict and not isinstance(data, Mapping):
+        raise InputError(
+            f"{where} must be an object with at least a 'text' field; got "
+            f'{type(data).__name__} {_short(data)}. Pass {{"text": "...", "score": 0.5}}.'
+        )
+    meta_in = data.get("metadata")
+    if meta_in is not None and not isinstance(meta_in, Mapping):
+        raise InputError(
+            f"{where}.metadata must be an object; got {type(meta_in).__name__} "
+            f"{_short(meta_in)}. Pass a JSON object or leave it out."
+        )
+    return meta_in or {}
 
 
+def read_text(found: dict[str, tuple[int, str, Any]], data: Mapping[str, Any], where: str) -> str:
+    """The chunk's text: a string with a visible character, valid Unicode."""
+    text_hit = found.get("text")
+    if text_hit is None:
+        null = next((k for k in FIELD_ALIASES["text"] if k in data), None)
+        if null is not None:
+            raise InputError(
+                f"{where}.{null} is null; a chunk needs its text as a string. "
+                "Pass the text, or leave the chunk out (assemble() drops it with reason 'empty')."
+            )
+        raise InputError(
+            f"{where} has no text: expected one of the fields "
+            f"{', '.join(FIELD_ALIASES['text'])}; got keys {sorted(data)}. "
+            "Add the chunk's text under 'text'."
+        )
+    text = text_hit[2]
+    if type(text) is not str:
+        raise InputError(f"{where}.{text_hit[1]} must be a string; got {type(text).__name__} {_short(text)}.")
+    check_text(text, f"{where}.{text_hit[1]}")
+    if not visible(text):
+        raise InputError(
+            f"{where}.{text_hit[1]} is empty or only whitespace/invisible characters ({_short(text)}). "
+            "Drop empty chunks before assembly; they carry nothing to cite."
+        )
+    return text
+
+
+def read_score(found: dict[str, tuple[int, str, Any]], where: str) -> float:
+    """The score under any of its aliases, 0.0 when there is none."""
+    score_hit = found.get("score")
+    if score_hit is None:
+        return 0.0
+    raw = score_hit[2]
+    return raw if type(raw) is float and math.isfinite(raw) else _number(raw, f"{where}.{score_hit[1]}")
+
+
+def read_embedding(
+    data: Mapping[str, Any], nested: Mapping[str, Any], where: str
+) -> tuple[float, ...] | None:
+    """The embedding (top level or in metadata) as a tuple of finite floats, or None."""
+    embedding = data.get("embedding", nested.get("embedding"))
+    if embedding is None:
+        return None
+    try:
+        emb = tuple(float(x) for x in embedding)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}.embedding must be a list of numbers; got {_short(embedding)}.") from None
+    if not emb or not all(math.isfinite(x) for x in emb):
+        raise InputError(
+            f"{where}.embedding must be a non-empty list of finite numbers; got {_short(embedding)}."
+        )
+    return emb
+
+
+def read_rank(data: Mapping[str, Any], position: int | None, where: str) -> int:
+    """The given ``rank``, else the position in the list (0 without one)."""
+    rank_raw = data.get("rank")
+    rank = position if position is not None else 0
+    if rank_raw is not None:
+        if isinstance(rank_raw, bool) or not isinstance(rank_raw, int):
+            raise InputError(f"{where}.rank must be an integer; got {_short(rank_raw)}.")
+        rank = rank_raw
+    return rank
+
+
+def read_metadata(data: Mapping[str, Any], nested: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``metadata`` (without the embedding) plus every key that is no field, checked as text."""
+    metadata = {k: v for k, v in nested.items() if k != "embedding"} if nested else {}
+    for k, v in data.items():
+        if k not in _KNOWN_KEYS:
+            if isinstance(k, str) and not k.isascii():
+                check_text(k, f"{where} key {_short(k)}")
+            metadata[k] = v
+    if metadata:
+        check_tree(metadata, f"{where}.metadata")
+    return metadata
+
+
+def read_origin(data: Mapping[str, Any], where: str) -> str:
+    """``origin`` (``"retrieved"`` when absent), a string."""
+    origin = data.get("origin", "retrieved")
+    if type(origin) is not str:
+        raise InputError(f"{where}.origin must be a string; got {_short(origin)}.")
+    check_text(origin, f"{where}.origin")
+    return origin
+
+
+def plain_values(plan: _FastPlan, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The string and integer fields of a plain mapping by ``plan``; None when one is not plain."""
+    values: dict[str, Any] = {}
+    for name, key in plan.strs:
+        value = data[key]
+        if value is not None:
+            if type(value) is not str or not (value.isascii() or _utf8_ok(value)):
+                return None
+            values[name] = value
+    for name, key in plan.ints:
+        value = data[key]
+        if value is not None:
+            if type(value) is not int:
+                return None
+            values[name] = value
+    return values
+
+
+def plain_extras(plan: _FastPlan, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The keys that are no field, as metadata, when every value is a plain scalar; else None."""
+    metadata: dict[str, Any] = {}
+    for k in plan.extras:
+        value = data[k]
+        if type(value) is str:
+            if not (value.isascii() or _utf8_ok(value)):
+                return None
+        elif type(value) not in _SCALARS:
+            return None  # nested: check_tree's path to a bad string
+        metadata[k] = value
+    return metadata

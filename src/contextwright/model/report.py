@@ -28,7 +28,6 @@ DropReason = Literal[
 ]
 
 
-
 @dataclass(frozen=True, slots=True)
 class Drop:
     """A chunk that left the pipeline, and why.
@@ -214,7 +213,3 @@ class Report:
                 else {}
             ),
         }
-
-
-
-

@@ -209,5 +209,3 @@ def _prefix_chars(text: str, tokens: int, tokenizer: str) -> int:
         else:
             hi = mid - 1
     return best
-
-

@@ -61,6 +61,7 @@ __all__ = [
     "split_indent",
 ]
 
+
 def _char_class(chars: frozenset[str]) -> str:
     points = sorted(ord(ch) for ch in chars)
     ranges: list[list[int]] = []

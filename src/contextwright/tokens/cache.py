@@ -103,6 +103,3 @@ class CachedTokenizer:
 
     def __repr__(self) -> str:
         return f"CachedTokenizer({self.base!r}, maxsize={self.maxsize}, max_bytes={self.max_bytes})"
-
-
-

@@ -43,7 +43,3 @@ class CharTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         raise TokenizerError("CharTokenizer cannot decode ids; it is an estimate, not a vocabulary.")
-
-
-
-

@@ -97,7 +97,3 @@ def _hub_file(name: str) -> str:
     if not isinstance(found, str):
         raise TokenizerError(hint)
     return found
-
-
-
-

@@ -30,8 +30,6 @@ from contextwright.core.errors import ConfigError, TokenizerError
 logger = logging.getLogger(__name__)
 
 
-
-
 # The pre-tokenizer patterns for which additivity at "\n" + non-space holds:
 # every alternative either excludes \r\n or matches only whitespace.
 _ADDITIVE_PATTERN_MARKERS = (
@@ -294,7 +292,3 @@ def _no_download(encoding: str) -> Iterator[None]:
         yield
     finally:
         load.read_file = original
-
-
-
-

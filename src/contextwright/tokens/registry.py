@@ -159,5 +159,3 @@ def _build(spec: str) -> Tokenizer:
     if spec.endswith(".json") or os.sep in spec or Path(spec).is_dir():
         return HFTokenizer(spec)
     return TiktokenTokenizer(spec)
-
-
