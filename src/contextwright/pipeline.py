@@ -1,4 +1,4 @@
-"""Compatibility path: the code lives in ``contextwright.assembly.pipeline``."""
+"""Compatibility path: the code lives in ``contextwright.assembly.pipeline``, ``contextwright.assembly.loop``."""
 
 # ruff: noqa: F401
 
@@ -8,32 +8,38 @@ from contextwright.assembly.pipeline import (
     ZERO_BUDGET_NOTE,
     _BUDGET_REASONS,
     _MAX_BODIES,
-    _attributes,
-    _cancel,
-    _check_cancelled,
     _inputs,
-    _measured,
-    _needs,
     _report_empty,
-    cancel_on,
     logger,
     zero_budget_notes,
+)
+from contextwright.assembly.loop import (
+    StageLoop,
+    _cancel,
+    attributes,
+    cancel_on,
+    check_cancelled,
+    measured,
+    needs_of,
+    trace,
 )
 
 __all__ = [
     "Pipeline",
     "Plan",
+    "StageLoop",
     "ZERO_BUDGET_NOTE",
     "_BUDGET_REASONS",
     "_MAX_BODIES",
-    "_attributes",
     "_cancel",
-    "_check_cancelled",
     "_inputs",
-    "_measured",
-    "_needs",
     "_report_empty",
+    "attributes",
     "cancel_on",
+    "check_cancelled",
     "logger",
+    "measured",
+    "needs_of",
+    "trace",
     "zero_budget_notes",
 ]

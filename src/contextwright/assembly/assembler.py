@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from contextwright.assembly.pipeline import Pipeline, Plan, _check_cancelled
+from contextwright.assembly.loop import check_cancelled
+from contextwright.assembly.pipeline import Pipeline, Plan
 from contextwright.assembly.presets import pipeline_from_config
 from contextwright.core.errors import ConfigError, InputError, did_you_mean
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
@@ -281,7 +282,7 @@ class Assembler:
             tokenizer=self.tokenizer,
             format=self.pipeline.format,
             policy=self.tool_policy,
-            checkpoint=_check_cancelled,  # a request past its deadline stops between passes
+            checkpoint=check_cancelled,  # a request past its deadline stops between passes
         )
 
     async def aassemble(

@@ -9,18 +9,16 @@ and renders again until it fits. Citations are numbered on the final order.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import inspect
 import logging
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from contextwright.core.errors import AssemblyCancelled, ConfigError, InputError
-from contextwright.core.telemetry import NO_SPAN, span, tracing
+from contextwright.assembly.loop import StageLoop, cancel_on, check_cancelled
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.core.telemetry import span
 from contextwright.core.text import check_text
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
@@ -40,35 +38,6 @@ __all__ = ["Pipeline", "Plan", "cancel_on"]
 logger = logging.getLogger(__name__)
 
 _MAX_BODIES = 16_384  # per pipeline; the service keeps one pipeline per configuration
-
-_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cancel", default=None)
-
-
-@contextlib.contextmanager
-def cancel_on(event: threading.Event) -> Iterator[None]:
-    """Within this block, pipelines stop at the next stage boundary once ``event`` is set.
-
-    Cooperative cancellation: a stage runs to its end, then the pipeline checks
-    the event before the next stage and before the render, and raises
-    :class:`~contextwright.core.errors.AssemblyCancelled`. The service sets the event
-    when a request passes ``timeout_s``, so the worker thread is freed.
-
-    Example:
-        >>> stop = threading.Event()
-        >>> with cancel_on(stop):
-        ...     ctx = assembler.assemble(query, chunks)   # another thread may call stop.set()
-    """
-    token = _cancel.set(event)
-    try:
-        yield
-    finally:
-        _cancel.reset(token)
-
-
-def _check_cancelled(before: str) -> None:
-    event = _cancel.get()
-    if event is not None and event.is_set():
-        raise AssemblyCancelled(f"assembly cancelled before {before!r} (its deadline passed).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,34 +125,6 @@ def zero_budget_notes(budget: int, chunks: int) -> tuple[str, ...]:
     return (ZERO_BUDGET_NOTE,)
 
 
-def _needs(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:
-    """What ``stage`` receives: its ``requires`` (all present) and the ``optional`` ones that are."""
-    needs = {}
-    for key in getattr(stage, "requires", ()):
-        if key not in env:
-            raise ConfigError(
-                f"stage {stage.name!r} requires {key!r}, which this assembler does not have. "
-                f"Pass {key}= to Assembler (resources)."
-            )
-        needs[key] = env[key]
-    # ``optional``: resources a stage uses when present and does without otherwise
-    for key in getattr(stage, "optional", ()):
-        if key in env:
-            needs[key] = env[key]
-    return needs
-
-
-def _measured(report: StageReport, tokens_in: int, tokens_out: int, ms: float) -> StageReport:
-    """``report`` with the pipeline's figures (``dataclasses.replace``, without its per-field work
-    for the common case of a plain StageReport)."""
-    if type(report) is not StageReport:
-        return replace(report, tokens_in=tokens_in, tokens_out=tokens_out, ms=ms)
-    r = report
-    return StageReport(
-        r.stage, r.chunks_in, r.chunks_out, r.dropped, r.changed, r.added, r.notes, tokens_in, tokens_out, ms
-    )
-
-
 def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
     """Put the input chunks left out for having no text first in the report (reason ``empty``)."""
     if empty:
@@ -197,18 +138,6 @@ def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> N
                 notes=(f"{len(empty)} chunk(s) without text left out",),
             ),
         )
-
-
-def _attributes(report: StageReport) -> dict[str, Any]:
-    """A stage report as span attributes (OpenTelemetry)."""
-    return {
-        "contextwright.chunks_in": report.chunks_in,
-        "contextwright.chunks_out": report.chunks_out,
-        "contextwright.tokens_in": report.tokens_in if report.tokens_in is not None else -1,
-        "contextwright.tokens_out": report.tokens_out if report.tokens_out is not None else -1,
-        "contextwright.dropped": len(report.dropped),
-        "contextwright.ms": round(report.ms, 3),
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +206,7 @@ class Pipeline:
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
         _report_empty(reports, empty, len(inputs))
-        _check_cancelled("render")
+        check_cancelled("render")
         return self._finish(
             query, inputs, empty, meter, current, reports, input_tokens, tokens_now, budget, zones, tokenizer
         )
@@ -327,33 +256,15 @@ class Pipeline:
     ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
         """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
         meter, env = self._meter_and_env(query, tokenizer, budget, resources)
-        current: tuple[Chunk, ...] = inputs
-        tokens_now = meter.total_tokens(current)
-        input_tokens = tokens_now
-        reports: list[StageReport] = []
-        if fused is not None:
-            reports.append(replace(fused.report, tokens_in=tokens_now, tokens_out=tokens_now))
-            self._trace(reports[-1])
-        traced = tracing()  # asked once per call, not per stage
-        for stage in self.stages:
-            if fused is not None and isinstance(stage, Fuse):
-                continue  # already fused above, before every other stage
-            _check_cancelled(stage.name)
-            needs = _needs(stage, env)
-            with (
-                span(f"contextwright.stage.{stage.name}", **{"contextwright.stage": stage.name})
-                if traced
-                else NO_SPAN
-            ) as sp:
+        input_tokens = meter.total_tokens(inputs)
+        loop = StageLoop.begin(self.stages, env, inputs, input_tokens, fused)
+        for stage, needs in loop.steps():
+            with loop.span(stage) as sp:
                 start = time.perf_counter()
-                result: StageResult = stage(current, **needs)
+                result: StageResult = stage(loop.current, **needs)
                 ms = (time.perf_counter() - start) * 1000
-                tokens_out = meter.total_tokens(result.chunks)
-                reports.append(_measured(result.report, tokens_now, tokens_out, ms))
-                if sp is not None:
-                    sp.set_attributes(_attributes(reports[-1]))
-            current, tokens_now = result.chunks, tokens_out
-        return meter, current, reports, input_tokens, tokens_now
+                loop.record(result, ms, meter.total_tokens(result.chunks), sp)
+        return meter, loop.current, loop.reports, input_tokens, loop.tokens_now
 
     async def arun(
         self,
@@ -377,39 +288,30 @@ class Pipeline:
         inputs, fused, empty, meter, env = await asyncio.to_thread(
             self._prepare, query, chunks, tokenizer, budget, resources
         )
-        current: tuple[Chunk, ...] = inputs
-        tokens_now = await asyncio.to_thread(meter.total_tokens, current)
-        input_tokens = tokens_now
-        reports: list[StageReport] = []
-        if fused is not None:
-            reports.append(replace(fused.report, tokens_in=tokens_now, tokens_out=tokens_now))
-            self._trace(reports[-1])
-        for stage in self.stages:
-            if fused is not None and isinstance(stage, Fuse):
-                continue  # already fused, before every other stage
-            _check_cancelled(stage.name)
-            needs = _needs(stage, env)
-            start = time.perf_counter()
-            acall = getattr(stage, "acall", None)
-            if acall is not None and inspect.iscoroutinefunction(acall):
-                result: StageResult = await acall(current, **needs)
-            else:
-                result = await asyncio.to_thread(stage, current, **needs)
-            ms = (time.perf_counter() - start) * 1000
-            tokens_out = await asyncio.to_thread(meter.total_tokens, result.chunks)
-            reports.append(_measured(result.report, tokens_now, tokens_out, ms))
-            current, tokens_now = result.chunks, tokens_out
-        _report_empty(reports, empty, len(inputs))
+        input_tokens = await asyncio.to_thread(meter.total_tokens, inputs)
+        loop = StageLoop.begin(self.stages, env, inputs, input_tokens, fused)
+        for stage, needs in loop.steps():
+            with loop.span(stage) as sp:
+                start = time.perf_counter()
+                acall = getattr(stage, "acall", None)
+                if acall is not None and inspect.iscoroutinefunction(acall):
+                    result: StageResult = await acall(loop.current, **needs)
+                else:
+                    result = await asyncio.to_thread(stage, loop.current, **needs)
+                ms = (time.perf_counter() - start) * 1000
+                loop.record(result, ms, await asyncio.to_thread(meter.total_tokens, result.chunks), sp)
+        _report_empty(loop.reports, empty, len(inputs))
+        check_cancelled("render")
         return await asyncio.to_thread(
             self._finish,
             query,
             inputs,
             empty,
             meter,
-            current,
-            reports,
+            loop.current,
+            loop.reports,
             input_tokens,
-            tokens_now,
+            loop.tokens_now,
             budget,
             zones,
             tokenizer,
@@ -486,13 +388,6 @@ class Pipeline:
             tokenizer=tokenizer.name,
             format=self.format,
         )
-
-    @staticmethod
-    def _trace(report: StageReport) -> None:
-        """A span for a step that ran outside the stage loop (fusion)."""
-        with span(f"contextwright.stage.{report.stage}", **{"contextwright.stage": report.stage}) as sp:
-            if sp is not None:
-                sp.set_attributes(_attributes(report))
 
     def plan(
         self,

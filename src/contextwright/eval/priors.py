@@ -2,12 +2,6 @@
 
 # ruff: noqa: F401
 
-from contextwright.stages.priors import (
-    LIU_2024,
-    PositionalPrior,
-    _from_positions,
-    load_prior,
-    prior_from_mapping,
-)
+from contextwright.stages.priors import LIU_2024, PositionalPrior, _from_positions, load_prior, prior_from_mapping
 
-__all__ = ["LIU_2024", "PositionalPrior", "_from_positions", "load_prior", "prior_from_mapping"]
+__all__ = ['LIU_2024', 'PositionalPrior', '_from_positions', 'load_prior', 'prior_from_mapping']
