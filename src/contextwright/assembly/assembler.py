@@ -150,8 +150,7 @@ class Assembler:
         _clear_budget()
         _clear_containment()
         self.tokenizer.clear()
-        self.pipeline._bodies.clear()
-        self.pipeline._headers.clear()
+        self.pipeline.clear_caches()
         _exact_key.cache_clear()
 
     def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:

@@ -176,6 +176,11 @@ class Pipeline:
                     f"stages[{i}] ({stage!r}) is not a stage: it needs a 'name' and a __call__."
                 )
 
+    def clear_caches(self) -> None:
+        """Forget the rendered bodies and headers (kept across calls, by text and format)."""
+        self._bodies.clear()
+        self._headers.clear()
+
     def run(
         self,
         query: str,

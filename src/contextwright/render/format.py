@@ -71,7 +71,8 @@ def _clean(text: str) -> str:
     return escape_sections(clean(text))
 
 
-def _attr(value: object) -> str:
+def attr_value(value: object) -> str:
+    """``value`` as one line, escaped for a double-quoted markup attribute."""
     text = _oneline(value)
     if "&" in text or '"' in text or "<" in text or ">" in text:
         text = text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
@@ -292,7 +293,7 @@ class XmlFormat(Format):
 
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         if first and chunk.doc_summary:
-            doc = _attr(chunk.title or chunk.doc_id or chunk.source or "")
+            doc = attr_value(chunk.title or chunk.doc_id or chunk.source or "")
             return f'<summary document="{doc}">\n{self.escape(chunk.doc_summary)}\n</summary>\n'
         return ""
 
@@ -305,7 +306,7 @@ class XmlFormat(Format):
         for name in self.attributes:
             value = getattr(chunk, name)
             if value is not None and value != "":
-                attrs.append(f'{name}="{_attr(value if name != "score" else f"{value:.4g}")}"')
+                attrs.append(f'{name}="{attr_value(value if name != "score" else f"{value:.4g}")}"')
         return f"<chunk {' '.join(attrs)}>\n"
 
     def body(self, chunk: Chunk) -> str:

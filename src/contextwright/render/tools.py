@@ -46,7 +46,7 @@ from contextwright.core.errors import ConfigError, InputError
 from contextwright.core.text import check_text
 from contextwright.model.zones import ToolsResult
 from contextwright.render.escape import IGNORABLE
-from contextwright.render.format import Format, _attr
+from contextwright.render.format import Format, attr_value
 from contextwright.render.parse import reads_as_tool_tag
 
 __all__ = ["TOOL_WORK", "ToolsResult", "fit_tools"]
@@ -147,7 +147,7 @@ def _probe(body: str, i: int) -> str:
 
 
 def _open_tag(name: str) -> str:
-    return f'<tool_output name="{_attr(name)}">\n'
+    return f'<tool_output name="{attr_value(name)}">\n'
 
 
 _CLOSE_TAG = "\n</tool_output>\n"
