@@ -15,6 +15,7 @@ from typing import Any
 
 from contextwright.assembly.assembler import Assembler
 from contextwright.assembly.pipeline import Pipeline
+from contextwright.assembly.spec import AssemblerSpec
 from contextwright.core.errors import ConfigError, InputError
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
@@ -164,7 +165,9 @@ def build_assembler(
             f"{owner}: pass budget= (documents tokens) or model= (to derive the budget from the "
             f"model's context window), e.g. {owner}(budget=1000) or {owner}(model='gpt-4o-mini')."
         )
-    return Assembler(preset, budget=budget, model=model, tokenizer=tokenizer, format=format, order=order)
+    return AssemblerSpec(
+        preset, budget=budget, model=model, tokenizer=tokenizer, format=format, order=order
+    ).build()
 
 
 def query_of(value: Any, *, owner: str) -> str:
