@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import ConfigError, did_you_mean
+from contextwright.errors import ConfigError, did_you_mean, located
 from contextwright.pipeline import Pipeline
 from contextwright.render.format import Format, format_to_dict, get_format
 from contextwright.stages.base import get_stage_class, is_order_stage, stage_from_dict, stage_to_dict
@@ -210,10 +210,12 @@ def pipeline_from_config(
     if unknown:
         raise ConfigError(
             f"config has no key {unknown[0]!r}.{did_you_mean(unknown[0], CONFIG_KEYS)} "
-            f"Valid keys: {', '.join(sorted(CONFIG_KEYS))}."
+            f"Valid keys: {', '.join(sorted(CONFIG_KEYS))}.",
+            loc=(unknown[0],),
         )
     if "preset" in data:
-        base = get_preset(str(data["preset"]))
+        with located("preset"):
+            base = get_preset(str(data["preset"]))
         base.update({k: v for k, v in data.items() if k != "preset"})
         data = base
         name = str(data.get("name", name))
@@ -221,14 +223,15 @@ def pipeline_from_config(
     if not isinstance(stage_dicts, list):
         raise ConfigError(
             f"config 'stages' must be a list of stage objects; got {stage_dicts!r}. "
-            'Example: {"stages": [{"type": "exact_dedup"}], "format": "xml"}.'
+            'Example: {"stages": [{"type": "exact_dedup"}], "format": "xml"}.',
+            loc=("stages",),
         )
     stages = []
     for i, item in enumerate(stage_dicts):
         try:
             stages.append(stage_from_dict(item))
         except ConfigError as exc:
-            raise ConfigError(f"stages[{i}]: {exc}") from None
+            raise ConfigError(f"stages[{i}]: {exc}", loc=("stages", i, *exc.loc)) from None
     if order is not None:
         new = order_stage(order)
         positions = [i for i, s in enumerate(stages) if is_order_stage(s)]
@@ -236,7 +239,11 @@ def pipeline_from_config(
             stages[positions[-1]] = new
         else:
             stages.append(new)
-    fmt = get_format(format if format is not None else data.get("format", "xml"))
+    if format is not None:  # the argument, not a config key
+        fmt = get_format(format)
+    else:
+        with located("format"):
+            fmt = get_format(data.get("format", "xml"))
     verify = data.get("verify", "auto")
     return Pipeline(tuple(stages), fmt, verify=verify, name=name)
 

@@ -18,12 +18,15 @@ us::
     └── MissingDependencyError(ImportError)  an optional extra is not installed
 
 Messages name the setting or field, show the value that was received, and say
-how to fix it.
+how to fix it. An error about one field also carries its path as data in
+:attr:`ContextwrightError.loc` (``("stages", 1, "threshold")``), so a caller (the
+HTTP service, an editor) never has to parse the message for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 
 __all__ = [
     "AssemblyCancelled",
@@ -38,12 +41,28 @@ __all__ = [
     "StoreError",
     "TokenizerError",
     "did_you_mean",
+    "located",
     "missing_extra",
 ]
 
+#: A field path: mapping keys (``str``) and list positions (``int``), outermost first.
+Loc = tuple[str | int, ...]
+
 
 class ContextwrightError(Exception):
-    """Root of every error contextwright raises on purpose."""
+    """Root of every error contextwright raises on purpose.
+
+    Attributes:
+        loc: The path of the field the error is about, outermost first, relative to
+            what the raising function was given: ``("stages", 1, "threshold")`` from
+            :func:`~contextwright.config.pipeline_from_config`, ``("threshold",)`` from a
+            stage's constructor. Empty when the error is about no one field, or when
+            its raise site does not know the field (the message still names it).
+    """
+
+    def __init__(self, *args: object, loc: Loc = ()) -> None:
+        super().__init__(*args)
+        self.loc: Loc = tuple(loc)
 
 
 class InputError(ContextwrightError, ValueError):
@@ -106,6 +125,24 @@ def missing_extra(module: str, extra: str) -> MissingDependencyError:
         f"{module!r} is not installed; it comes with the {extra!r} extra: "
         f"pip install 'contextwright[{extra}]'"
     )
+
+
+@contextlib.contextmanager
+def located(*prefix: str | int) -> Iterator[None]:
+    """Prefix ``prefix`` to the :attr:`~ContextwrightError.loc` of an error raised in the block.
+
+    The error itself is re-raised (same type, message and traceback); only its path
+    grows, so a caller that knows the field (a setting's name, a stage's position)
+    says so once, around the call that checks it::
+
+        with located(key):
+            check_settings(cls, {key: value})
+    """
+    try:
+        yield
+    except ContextwrightError as exc:
+        exc.loc = (*prefix, *exc.loc)
+        raise
 
 
 def did_you_mean(name: str, valid: Iterable[str]) -> str:

@@ -32,7 +32,6 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     _require_extra()
     from fastapi import FastAPI
 
-    import contextwright
     from contextwright.service import docs, middleware, problems, routes, schemas
     from contextwright.service.assemblers import Assemblers, open_resources
     from contextwright.service.lifecycle import Lifecycle
@@ -56,7 +55,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
 
     app = FastAPI(
         title="contextwright",
-        version=contextwright.__version__,
+        version=package_version(),  # /healthz reports it too
         description="Context assembly for RAG: exact token budgets, dedup, ordering, citations.",
         responses=problems.responses(*_answers(cfg)),
         lifespan=lifespan,
@@ -71,6 +70,14 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     middleware.setup_access_log(cfg)
     docs.add_docs(app, title=app.title)
     return app
+
+
+def package_version() -> str:
+    """The installed contextwright's version (``contextwright.__version__``, read without importing
+    the package root: its metadata, from the same ``version`` in pyproject.toml)."""
+    from importlib.metadata import version
+
+    return version("contextwright")
 
 
 def _answers(cfg: ServiceConfig) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from contextwright.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
-from contextwright.service.problems import Failure, Loc, config_loc
+from contextwright.service.problems import Failure, Loc, config_error_loc
 from contextwright.service.references import load_priors, screen_stages
 from contextwright.service.security import vet_pipeline, vet_tokenizer
 from contextwright.service.settings import ServiceConfig
@@ -81,7 +81,7 @@ class Assemblers:
             except BudgetError as exc:
                 raise Failure(400, "no-room-for-documents", str(exc), loc) from None
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
-                raise Failure(422, "invalid-option", str(exc), config_loc(str(exc), loc)) from None
+                raise Failure(422, "invalid-option", str(exc), config_error_loc(exc, loc)) from None
 
         if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
             vet_tokenizer(o["tokenizer"])
