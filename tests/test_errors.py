@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextwright import errors
+from contextwright.core import errors
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def _stages(*stages: dict[str, object]) -> dict[str, object]:
 def test_pipeline_from_config_errors_carry_the_field_path(
     config: dict[str, object], loc: tuple[str | int, ...], message: str
 ) -> None:
-    from contextwright.config import pipeline_from_config
+    from contextwright.assembly.presets import pipeline_from_config
 
     with pytest.raises(errors.ConfigError, match=message) as info:
         pipeline_from_config(config)
@@ -113,7 +113,7 @@ def test_a_stage_built_directly_names_its_setting() -> None:
 
 
 def test_a_format_passed_as_an_argument_is_no_config_key() -> None:
-    from contextwright.config import pipeline_from_config
+    from contextwright.assembly.presets import pipeline_from_config
 
     with pytest.raises(errors.ConfigError, match="unknown format 'yaml'") as info:
         pipeline_from_config({"stages": []}, format="yaml")

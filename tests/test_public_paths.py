@@ -142,3 +142,10 @@ def test_a_compatibility_module_holds_nothing_but_re_exports(path: str) -> None:
         assert is_import, f"{path} holds code at line {node.lineno}; it should only re-export"
     exported = [a.asname for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names if a.asname]
     assert sorted(exported) == sorted(PATHS[path])
+
+
+def test_the_version_is_the_one_in_pyproject() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((COMPAT_DIR.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert contextwright.__version__ == pyproject["project"]["version"]

@@ -28,6 +28,7 @@ from contextwright.core.errors import (
     MissingDependencyError,
     TokenizerError,
 )
+from contextwright.core.version import __version__
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import Change, Drop, Report, StageReport, StageResult
 from contextwright.render.cite import CitationResolution, resolve_citations
@@ -37,8 +38,6 @@ from contextwright.render.messages import PROMPTS
 from contextwright.stages.base import Stage, register_resource, register_stage
 from contextwright.tokens import Tokenizer, get_tokenizer, register_tokenizer
 from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model, list_models, register_model
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AssembledContext",

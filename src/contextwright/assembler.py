@@ -1,14 +1,12 @@
 """Compatibility path: the code lives in ``contextwright.assembly.assembler``."""
 
-# ruff: noqa: F401
-
 from contextwright.assembly.assembler import (
-    Assembler,
-    DEFAULT_BUFFER,
-    MAX_SESSIONS,
+    _ASSEMBLE_ARGS,
     _ASSEMBLER_ARGS,
     _ASSEMBLER_OPTIONS,
-    _ASSEMBLE_ARGS,
+    DEFAULT_BUFFER,
+    MAX_SESSIONS,
+    Assembler,
     _annotate,
     _block_keys,
     _check_resources,

@@ -1,16 +1,14 @@
 """Compatibility path: the code lives in ``contextwright.tokens.zones``."""
 
-# ruff: noqa: F401
-
 from contextwright.tokens.zones import (
-    ModelSpec,
-    ZoneBudget,
     _APPROX,
     _BUILTIN,
     _LLAMA3,
     _LOCK,
     _MODELS,
     _SNAPSHOT,
+    ModelSpec,
+    ZoneBudget,
     _canonical,
     _m,
     get_model,

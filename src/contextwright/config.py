@@ -1,11 +1,9 @@
 """Compatibility path: the code lives in ``contextwright.assembly.presets``."""
 
-# ruff: noqa: F401
-
 from contextwright.assembly.presets import (
-    CONFIG_KEYS,
     _LOCK,
     _PRESETS,
+    CONFIG_KEYS,
     _frugal,
     get_preset,
     list_presets,

@@ -1,10 +1,8 @@
 """Compatibility path: the code lives in ``contextwright.clients.embed``."""
 
-# ruff: noqa: F401
-
 from contextwright.clients.embed import (
-    CallableEmbedder,
     DEFAULT_CACHE_SIZE,
+    CallableEmbedder,
     Embedder,
     EmbeddingCache,
     LazyModel,

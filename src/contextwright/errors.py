@@ -1,7 +1,5 @@
 """Compatibility path: the code lives in ``contextwright.core.errors``."""
 
-# ruff: noqa: F401
-
 from contextwright.core.errors import (
     AssemblyCancelled,
     BudgetError,
@@ -11,10 +9,12 @@ from contextwright.core.errors import (
     HistoryBudgetError,
     InputError,
     LLMError,
+    Loc,
     MissingDependencyError,
     StoreError,
     TokenizerError,
     did_you_mean,
+    located,
     missing_extra,
 )
 
@@ -27,9 +27,11 @@ __all__ = [
     "HistoryBudgetError",
     "InputError",
     "LLMError",
+    "Loc",
     "MissingDependencyError",
     "StoreError",
     "TokenizerError",
     "did_you_mean",
+    "located",
     "missing_extra",
 ]

@@ -1,7 +1,5 @@
 """Compatibility path: the code lives in ``contextwright.render.inspector``."""
 
-# ruff: noqa: F401
-
 from contextwright.render.inspector import (
     _CSS,
     _EXAMPLE,

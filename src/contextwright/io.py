@@ -1,20 +1,16 @@
 """Compatibility path: the code lives in ``contextwright.inputs.readers``."""
 
-# ruff: noqa: F401
-
 from contextwright.inputs.readers import (
-    Bad,
-    Need,
-    QueryItem,
-    Record,
-    _Caps,
     _FOUND,
     _NEEDS,
     _ONE,
     _RAW,
-    _Unreadable,
-    _WrongFile,
+    Bad,
+    Need,
+    QueryItem,
+    Record,
     _cap,
+    _Caps,
     _checked_shape,
     _decode,
     _first_char,
@@ -30,7 +26,9 @@ from contextwright.inputs.readers import (
     _shape_of,
     _strip_nulls,
     _tell,
+    _Unreadable,
     _whole,
+    _WrongFile,
     batched,
     read_items,
     read_records,

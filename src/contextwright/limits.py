@@ -1,12 +1,10 @@
 """Compatibility path: the code lives in ``contextwright.core.limits``."""
 
-# ruff: noqa: F401
-
 from contextwright.core.limits import (
-    Bound,
+    _KEY,
     DEFAULT_BOUND,
     MAX_BUDGET_TOKENS,
-    _KEY,
+    Bound,
     _is_numeric_annotation,
     bound_of,
     bounded,

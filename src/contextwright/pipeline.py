@@ -1,18 +1,5 @@
 """Compatibility path: the code lives in ``contextwright.assembly.pipeline``, ``contextwright.assembly.loop``."""
 
-# ruff: noqa: F401
-
-from contextwright.assembly.pipeline import (
-    Pipeline,
-    Plan,
-    ZERO_BUDGET_NOTE,
-    _BUDGET_REASONS,
-    _MAX_BODIES,
-    _inputs,
-    _report_empty,
-    logger,
-    zero_budget_notes,
-)
 from contextwright.assembly.loop import (
     StageLoop,
     _cancel,
@@ -22,6 +9,17 @@ from contextwright.assembly.loop import (
     measured,
     needs_of,
     trace,
+)
+from contextwright.assembly.pipeline import (
+    _BUDGET_REASONS,
+    _MAX_BODIES,
+    ZERO_BUDGET_NOTE,
+    Pipeline,
+    Plan,
+    _inputs,
+    _report_empty,
+    logger,
+    zero_budget_notes,
 )
 
 __all__ = [

@@ -1,7 +1,5 @@
 """Compatibility path: the code lives in ``contextwright.core.sentences``."""
 
-# ruff: noqa: F401
-
 from contextwright.core.sentences import (
     _ACRONYM,
     _BEFORE_NUMBER,

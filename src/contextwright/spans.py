@@ -1,7 +1,5 @@
 """Compatibility path: the code lives in ``contextwright.model.spans``."""
 
-# ruff: noqa: F401
-
 from contextwright.model.spans import Span, _trimmed, compose, join_pieces, pieces_of
 
 __all__ = ["Span", "_trimmed", "compose", "join_pieces", "pieces_of"]

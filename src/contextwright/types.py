@@ -1,12 +1,10 @@
 """Compatibility path: the code lives in ``contextwright.model.chunk``, ``contextwright.model.fields``, ``contextwright.model.report``, ``contextwright.model.convert``, ``contextwright.model.zones``, ``contextwright.render.context``."""
 
-# ruff: noqa: F401
-
 from contextwright.model.chunk import (
+    _CHUNK_FIELD_SET,
+    _CHUNK_FIELDS,
     Chunk,
     Origin,
-    _CHUNK_FIELDS,
-    _CHUNK_FIELD_SET,
     _check_chunk,
     _chunk_values,
     _empty_text,
@@ -15,20 +13,21 @@ from contextwright.model.chunk import (
     _set,
     content_id,
 )
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.fields import (
-    FIELD_ALIASES,
     _EMPTY,
     _FIELD_OF,
-    _FastPlan,
     _INT_FIELDS,
     _KNOWN_KEYS,
     _MAX_DEPTH,
     _SCALARS,
     _SLOW_KEYS,
     _STR_FIELDS,
+    FIELD_ALIASES,
     _bad_path,
     _collect,
     _fast_plan,
+    _FastPlan,
     _number,
     _opt_int,
     _opt_str,
@@ -49,11 +48,10 @@ from contextwright.model.fields import (
     read_score,
     read_text,
 )
+from contextwright.model.fields import FIELD_ALIASES as _ALIASES
 from contextwright.model.report import Change, Drop, DropReason, Report, StageReport, StageResult
-from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.zones import HistoryResult, Message, ToolsResult
 from contextwright.render.context import AssembledContext, Citation, _prefix_chars
-from contextwright.model.fields import FIELD_ALIASES as _ALIASES
 
 __all__ = [
     "AssembledContext",

@@ -21,7 +21,7 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 import contextwright
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
 from contextwright.service import ServiceConfig, create_app
 from contextwright.service.problems import config_error_loc, config_loc, input_error_loc
 

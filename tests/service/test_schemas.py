@@ -170,10 +170,10 @@ def test_resolve_response_citations_use_the_same_model(full: tuple[Any, dict[str
 def test_the_text_aliases_the_schema_bounds_are_the_ones_the_library_reads() -> None:
     """``ChunkIn`` holds ``content``/``page_content``/... to max_text_chars; a text alias the
     library learns must be bounded here too."""
+    from contextwright.model.fields import FIELD_ALIASES
     from contextwright.service.schemas import TEXT_ALIASES
-    from contextwright.types import _ALIASES
 
-    assert _ALIASES["text"] == TEXT_ALIASES
+    assert FIELD_ALIASES["text"] is TEXT_ALIASES
 
 
 def test_two_apps_validate_with_their_own_limits() -> None:

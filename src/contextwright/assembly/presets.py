@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import ConfigError, did_you_mean, located
-from contextwright.pipeline import Pipeline
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.core.errors import ConfigError, did_you_mean, located
 from contextwright.render.format import Format, format_to_dict, get_format
 from contextwright.stages.base import get_stage_class, is_order_stage, stage_from_dict, stage_to_dict
 from contextwright.stages.order import order_stage

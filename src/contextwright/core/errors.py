@@ -55,7 +55,7 @@ class ContextwrightError(Exception):
     Attributes:
         loc: The path of the field the error is about, outermost first, relative to
             what the raising function was given: ``("stages", 1, "threshold")`` from
-            :func:`~contextwright.config.pipeline_from_config`, ``("threshold",)`` from a
+            :func:`~contextwright.assembly.presets.pipeline_from_config`, ``("threshold",)`` from a
             stage's constructor. Empty when the error is about no one field, or when
             its raise site does not know the field (the message still names it).
     """

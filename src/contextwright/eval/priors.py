@@ -1,7 +1,11 @@
 """Compatibility path: the code lives in ``contextwright.stages.priors``."""
 
-# ruff: noqa: F401
+from contextwright.stages.priors import (
+    LIU_2024,
+    PositionalPrior,
+    _from_positions,
+    load_prior,
+    prior_from_mapping,
+)
 
-from contextwright.stages.priors import LIU_2024, PositionalPrior, _from_positions, load_prior, prior_from_mapping
-
-__all__ = ['LIU_2024', 'PositionalPrior', '_from_positions', 'load_prior', 'prior_from_mapping']
+__all__ = ["LIU_2024", "PositionalPrior", "_from_positions", "load_prior", "prior_from_mapping"]

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from contextwright.errors import missing_extra
+from contextwright.core.errors import missing_extra
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -73,11 +73,11 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
 
 
 def package_version() -> str:
-    """The installed contextwright's version (``contextwright.__version__``, read without importing
-    the package root: its metadata, from the same ``version`` in pyproject.toml)."""
-    from importlib.metadata import version
+    """contextwright's version (``contextwright.__version__``, from ``core.version``: the service
+    sits below the package root and does not import it)."""
+    from contextwright.core.version import __version__
 
-    return version("contextwright")
+    return __version__
 
 
 def _answers(cfg: ServiceConfig) -> tuple[int, ...]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from contextwright.errors import did_you_mean
+from contextwright.core.errors import did_you_mean
 from contextwright.service.schemas import Problem, dumps
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def body_too_large(limit: int) -> str:
 
 
 # The message regexes below are the fallback for errors that carry no ``loc``
-# (:attr:`contextwright.errors.ContextwrightError.loc`). Those that remain: every InputError
+# (:attr:`contextwright.core.errors.ContextwrightError.loc`). Those that remain: every InputError
 # (``chunks[3].score: ...``, raised in types/io, which set no loc yet), check_tree's paths
 # (``body.chunks[0].metadata.k``, see dotted_loc), and a ConfigError naming ``stages[n]`` that
 # pipeline_from_config did not raise (Pipeline given a non-stage object).

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi.responses import HTMLResponse, Response
 
-from contextwright.errors import (
+from contextwright.core.errors import (
     AssemblyCancelled,
     BudgetError,
     ConfigError,
@@ -37,7 +37,7 @@ from contextwright.service.settings import ServiceConfig
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from contextwright.types import Citation
+    from contextwright.render.context import Citation
 
 __all__ = ["add_routes", "build_default_assembler"]
 
@@ -80,7 +80,7 @@ def build_default_assembler(cfg: ServiceConfig, models: RequestModels, assembler
 
 def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metrics) -> bytes:
     """Run one ``/v1/assemble`` request (in a pool thread) and encode its response."""
-    from contextwright.inspector import block_rows, input_rows
+    from contextwright.render.inspector import block_rows, input_rows
 
     options = options_of(req, cfg)
     budget = request_budget(req, cfg, options)
@@ -191,7 +191,7 @@ def check_strings(req: Any) -> None:
     JSON may spell one (``"\\ud800"``); it is not valid Unicode, so it would fail
     later in a hash, a tokenizer or the response encoder.
     """
-    from contextwright.types import check_tree
+    from contextwright.model.fields import check_tree
 
     try:
         check_tree(req.model_dump(), "body")
@@ -205,7 +205,7 @@ def check_strings(req: Any) -> None:
 def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig, *, tools: int = 0) -> None:
     """Refuse a request whose work (chunks × Σ stage work + tool outputs × TOOL_WORK) exceeds
     ``max_request_work``."""
-    from contextwright.limits import stage_work
+    from contextwright.core.limits import stage_work
     from contextwright.render.tools import TOOL_WORK
 
     per_chunk = sum(stage_work(s) for s in pipeline.stages)
@@ -253,7 +253,7 @@ def resolve(req: Any) -> bytes:
 
 
 def citation_obj(c: CitationIn) -> "Citation":
-    from contextwright.types import Citation
+    from contextwright.render.context import Citation
 
     return Citation(
         index=c.index,
@@ -361,8 +361,8 @@ def add_probe_routes(app: "FastAPI", assemblers: Assemblers, metrics: Metrics, l
 
 def add_inspector_route(app: "FastAPI", cfg: ServiceConfig) -> None:
     """``GET /``: the interactive assembly inspector, offering the server's presets and defaults."""
-    from contextwright.config import list_presets
-    from contextwright.inspector import render_page
+    from contextwright.assembly.presets import list_presets
+    from contextwright.render.inspector import render_page
 
     page_options = {
         "presets": list(list_presets()),

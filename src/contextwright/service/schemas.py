@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from contextwright.model.fields import FIELD_ALIASES
 from contextwright.service.settings import ServiceConfig
 
 __all__ = [
@@ -49,7 +50,7 @@ OrderName: Any = Literal[
     "bookend",
     "auto",
 ]
-TEXT_ALIASES = ("text", "content", "page_content", "chunk", "passage")
+TEXT_ALIASES = FIELD_ALIASES["text"]
 
 
 # -- responses (the same for every app) ----------------------------------------------
@@ -467,7 +468,7 @@ def previous_fields(previous: Any) -> dict[str, Any]:
 
 def pipeline_fields(cfg: ServiceConfig) -> dict[str, Any]:
     """Which pipeline: preset or config, model, budget, tokenizer, format and order overrides."""
-    from contextwright.config import list_presets
+    from contextwright.assembly.presets import list_presets
 
     # Enums for the schema (and for clients); the library still checks the values.
     preset_name: Any = Literal[tuple(sorted(list_presets()))]

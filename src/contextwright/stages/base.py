@@ -20,9 +20,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from contextwright.errors import ConfigError, located
-from contextwright.limits import check_settings
-from contextwright.types import Chunk, StageResult, check_tree
+from contextwright.core.errors import ConfigError, located
+from contextwright.core.limits import check_settings
+from contextwright.model.chunk import Chunk
+from contextwright.model.fields import check_tree
+from contextwright.model.report import StageResult
 
 __all__ = [
     "Stage",
@@ -81,7 +83,7 @@ def _guard_init(cls: type[Any]) -> None:
     ``work`` settings are checked before it (an absurd ``num_perm`` is refused
     before anything is allocated for it), the others after it, so the stage's
     own, more specific message ("ratio must be between 0 and 1") wins where it
-    has one (see :mod:`contextwright.limits`).
+    has one (see :mod:`contextwright.core.limits`).
     """
     init = cls.__init__
     if getattr(init, "_bounds_checked", False):
@@ -102,7 +104,7 @@ def _guard_init(cls: type[Any]) -> None:
 
 
 def _check_bounds(cls: type[Any], settings: Mapping[str, Any], *, work_only: bool = False) -> None:
-    """:func:`~contextwright.limits.check_settings`, whose error carries the setting's name as ``loc``."""
+    """:func:`~contextwright.core.limits.check_settings`, whose error carries the setting's name as ``loc``."""
     try:
         check_settings(cls, settings, work_only=work_only)
     except ConfigError:
