@@ -50,7 +50,8 @@ from _data import CORPUS, has_answer, load_dev, percentile
 from contextwright import Assembler, get_preset
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
-from contextwright.stages.dedup import NearDedup, SemanticDedup
+from contextwright.stages.near import NearDedup
+from contextwright.stages.semantic import SemanticDedup
 from contextwright.stores import SQLiteStore
 
 BUDGETS = (500, 1000)
@@ -173,7 +174,7 @@ def near_scaling(corpus: list[dict[str, Any]]) -> None:
     except ImportError:
         print("   datasketch not installed: comparison skipped")
         return
-    from contextwright.stages.dedup import shingles
+    from contextwright.stages.shingles import shingles
 
     chunks = near_items(corpus, 10000)
 

@@ -105,7 +105,7 @@ def test_pipeline_from_config_errors_carry_the_field_path(
 
 
 def test_a_stage_built_directly_names_its_setting() -> None:
-    from contextwright.stages.dedup import NearDedup
+    from contextwright.stages.near import NearDedup
 
     with pytest.raises(errors.ConfigError, match="num_perm") as info:
         NearDedup(num_perm=10**9)

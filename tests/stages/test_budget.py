@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.budget import TokenBudget, sentence_ends
 from contextwright.tokens import get_tokenizer
-from contextwright.types import chunks_from_dicts
 
 
 def meter(fmt: str = "minimal") -> Meter:
@@ -252,13 +252,13 @@ def test_fill_prefers_the_next_ranked_text_over_a_lower_ranked_chunk_that_fits()
 
 
 def test_fill_spans_compose_with_an_earlier_cut() -> None:
-    from contextwright.spans import join_pieces
+    from contextwright.model.spans import join_pieces
 
     original = chunks_from_dicts([{"id": "facts", "text": FACTS, "score": 1.0}])[0]
     # An earlier stage kept sentences 1, 3 and 5.
     ends = [0, *sentence_ends(FACTS)]
     kept = [(ends[0], ends[1]), (ends[2] + 1, ends[3]), (ends[4] + 1, ends[5])]
-    from contextwright.spans import compose
+    from contextwright.model.spans import compose
 
     squeezed = original.with_ops("compressed", text=join_pieces(FACTS, kept), spans=compose(original, kept))
     m = meter()

@@ -27,6 +27,7 @@ from contextwright.render.cite import build_citations
 from contextwright.render.context import AssembledContext
 from contextwright.render.format import Format, get_format
 from contextwright.render.meter import Meter
+from contextwright.stages.filter import relevance_key
 from contextwright.stages.fusion import Fuse, is_named_lists
 from contextwright.tokens import CachedTokenizer
 
@@ -455,7 +456,7 @@ class Pipeline:
                 continue
             if total <= budget:
                 return tuple(current), text, total, drops
-            weakest = min(range(len(current)), key=lambda i: (current[i].score, -current[i].rank))
+            weakest = max(range(len(current)), key=lambda i: relevance_key(current[i]))
             victim = current.pop(weakest)
             logger.info(
                 "final text over budget; dropping the weakest block",

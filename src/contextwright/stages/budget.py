@@ -16,16 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.core.sentences import split_sentences
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
+from contextwright.model.spans import compose
 from contextwright.render.meter import Meter
-from contextwright.sentences import split_sentences
-from contextwright.spans import compose
 from contextwright.stages.base import register_stage
 from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
 from contextwright.tokens import CachedTokenizer
-from contextwright.types import Change, Chunk, Drop, StageResult
 
 __all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
 
@@ -37,7 +38,7 @@ _WORDS = re.compile(r"\S+")
 def sentence_ends(text: str) -> list[int]:
     """Character offsets just after each sentence end in ``text`` (the last is ``len(text.rstrip())``).
 
-    Uses :func:`contextwright.sentences.split_sentences`, the one splitter of the library.
+    Uses :func:`contextwright.core.sentences.split_sentences`, the one splitter of the library.
     """
     ends = [end for _, end in split_sentences(text)]
     if not ends or ends[-1] != len(text.rstrip()):
@@ -82,7 +83,7 @@ class TokenBudget:
     no sentence fits, the window is one of whole words, the longest that
     fits, placed where the query terms' IDF is highest. A cut block's
     ``spans`` locate its text in the chunk as it entered the pipeline (see
-    :mod:`contextwright.spans`), so its citation points at exactly what the
+    :mod:`contextwright.model.spans`), so its citation points at exactly what the
     model read.
 
     Dropped chunks are reported as ``over_budget``; a truncated or cut chunk

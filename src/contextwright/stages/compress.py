@@ -9,7 +9,7 @@ shrink chunks instead, and only when the budget forces it:
   ``Chunk.spans`` keeps their character offsets so a citation can point at
   exactly the text that was kept.
 * :class:`LLMCompress` (``llm_compress``): an OpenAI-compatible model (through
-  :class:`~contextwright.llm.ChatClient`) with a strictly extractive prompt;
+  :class:`~contextwright.clients.chat.ChatClient`) with a strictly extractive prompt;
   every returned sentence must occur in the chunk, otherwise the reply is
   rejected and the chunk kept whole.
 
@@ -31,15 +31,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError, LLMError
-from contextwright.limits import bounded
-from contextwright.llm import ChatClient, check_client_settings
+from contextwright.clients.chat import ChatClient, check_client_settings
+from contextwright.core.errors import ConfigError, LLMError
+from contextwright.core.limits import bounded
+from contextwright.core.sentences import split_sentences
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
+from contextwright.model.spans import compose, join_pieces
 from contextwright.render.meter import Meter
-from contextwright.sentences import split_sentences
-from contextwright.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.types import Change, Chunk, Drop, StageResult
 
 __all__ = [
     "BM25",

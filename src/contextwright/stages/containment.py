@@ -29,13 +29,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
-from contextwright.sentences import split_sentences
-from contextwright.spans import compose, join_pieces
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.core.sentences import split_sentences
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
+from contextwright.model.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
-from contextwright.stages.dedup import fold_duplicate, normalize_text, shingle_words
-from contextwright.types import Change, Chunk, Drop, StageResult
+from contextwright.stages.dedup import fold_duplicate, normalize_text
+from contextwright.stages.filter import relevance_key
+from contextwright.stages.shingles import shingle_words
 
 if TYPE_CHECKING:
     from contextwright.render.meter import Meter
@@ -253,7 +256,7 @@ class ContainmentDedup:
             return StageResult.of(self.name, chunks, chunks)
         k = self.shingle_size
         boiler = _boilerplate(chunks)
-        order = sorted(range(n), key=lambda i: (-chunks[i].score, chunks[i].rank))
+        order = sorted(range(n), key=lambda i: relevance_key(chunks[i]))
         owner: dict[int, int] = {}  # shingle hash -> the kept chunk that first held it
         current = list(chunks)
         dropped: set[int] = set()

@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Drop, StageResult
 from contextwright.render.meter import Meter
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, Drop, StageResult
 
 __all__ = ["MMRBudget"]
 

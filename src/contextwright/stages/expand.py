@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from contextwright.errors import ConfigError, StoreError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError, StoreError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, StageResult
 
 __all__ = ["ExpandNeighbors", "with_expansion"]
 
@@ -48,7 +49,7 @@ class ExpandNeighbors:
     The stage never loses an input: all of them pass through unchanged. When
     the store fails or exceeds ``timeout_s`` the chunks pass through
     unexpanded and the report's note says why, unless ``strict`` is set, in
-    which case :class:`~contextwright.errors.StoreError` is raised. With no
+    which case :class:`~contextwright.core.errors.StoreError` is raised. With no
     store configured (``store=None``) the stage passes through with a note.
 
     The store is a resource, not a setting: pass it to the assembler.

@@ -41,10 +41,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError, InputError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.report import Change, Drop, StageReport, StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Change, Chunk, Drop, StageReport, StageResult, chunks_from_dicts
 
 __all__ = ["Fuse", "is_named_lists"]
 
