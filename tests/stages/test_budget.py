@@ -271,7 +271,7 @@ def test_fill_spans_compose_with_an_earlier_cut() -> None:
 
 
 def _direct_sizes(tokenizer, text):  # type: ignore[no-untyped-def]
-    from contextwright.stages.budget import _sentences
+    from contextwright.stages.words import lowered_sentences as _sentences
 
     spans = _sentences(text)[0]
     alone = tuple(tokenizer.base.count(text[s:e]) for s, e in spans)
@@ -300,7 +300,7 @@ _SENTENCE_PARTS = [
 def test_sentence_sizes_from_heads_equal_counting_each_sentence_with_its_lead_in(
     sentences: list[str], glue: str, enc: str
 ) -> None:
-    from contextwright.stages.budget import _sentence_sizes
+    from contextwright.stages.words import sentence_sizes as _sentence_sizes
 
     tokenizer = get_tokenizer(enc)
     text = glue.join(s[:1].upper() + s[1:] for s in sentences) + "."
@@ -309,7 +309,7 @@ def test_sentence_sizes_from_heads_equal_counting_each_sentence_with_its_lead_in
 
 
 def test_sentence_sizes_on_the_dev_data(dev_queries: list) -> None:
-    from contextwright.stages.budget import _sentence_sizes
+    from contextwright.stages.words import sentence_sizes as _sentence_sizes
 
     tokenizer = get_tokenizer("cl100k_base")
     for q in dev_queries[:100]:

@@ -263,7 +263,7 @@ _WORDS_FOR_TERMS = st.sampled_from(
     st.lists(_WORDS_FOR_TERMS, min_size=1, max_size=12), st.lists(_WORDS_FOR_TERMS, min_size=1, max_size=4)
 )
 def test_has_term_agrees_with_terms(words: list[str], query: list[str]) -> None:
-    from contextwright.stages.compress import has_term, terms
+    from contextwright.stages.words import has_term, terms
 
     text = " ".join(words)
     have = set(terms(text))

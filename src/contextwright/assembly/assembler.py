@@ -12,6 +12,7 @@ from typing import Any
 from contextwright.assembly.loop import check_cancelled
 from contextwright.assembly.pipeline import Pipeline, Plan
 from contextwright.assembly.presets import pipeline_from_config
+from contextwright.core.caches import clear_all
 from contextwright.core.errors import ConfigError, InputError, did_you_mean
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
@@ -140,18 +141,12 @@ class Assembler:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
     def clear_caches(self) -> None:
-        """Forget cached token counts, rendered bodies and headers, dedup keys and snippets (cold benchmarks)."""
-        from contextwright.render.cite import _snippet
-        from contextwright.stages.budget import clear_caches as _clear_budget
-        from contextwright.stages.containment import clear_caches as _clear_containment
-        from contextwright.stages.dedup import _exact_key
-
-        _snippet.cache_clear()
-        _clear_budget()
-        _clear_containment()
+        """Forget every cache keyed by text (:mod:`contextwright.core.caches`: sentence analyses,
+        dedup keys, snippets, ...), this assembler's token counts, and its rendered bodies and
+        headers: a cold start, for benchmarks."""
+        clear_all()
         self.tokenizer.clear()
         self.pipeline.clear_caches()
-        _exact_key.cache_clear()
 
     def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:
         """The zone breakdown for ``query`` (explicit ``budget`` wins)."""

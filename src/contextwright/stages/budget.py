@@ -9,7 +9,6 @@ checks the final string exactly (invariant 1).
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -24,11 +23,10 @@ from contextwright.model.report import Change, Drop, StageResult
 from contextwright.model.spans import compose
 from contextwright.render.meter import Meter
 from contextwright.stages.base import register_stage
-from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
-from contextwright.tokens import CachedTokenizer
+from contextwright.stages.words import has_term, lower, lowered_sentences, sentence_sizes, terms
 
-__all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
+__all__ = ["TokenBudget", "sentence_ends"]
 
 Policy = Literal["greedy", "stop", "truncate", "fill", "blocks"]
 _POLICIES = ("greedy", "stop", "truncate", "fill", "blocks")
@@ -259,68 +257,6 @@ class TokenBudget:
 # -- the ``fill`` policy's window -----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=16_384)
-def _lower(text: str) -> str:
-    return text.lower()
-
-
-@functools.lru_cache(maxsize=16_384)
-def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...], str]:
-    """Sentence spans of ``text``, each sentence lower-cased, and those joined (to rule out
-    query terms for all sentences at once), cached by text."""
-    spans = tuple(split_sentences(text))
-    lowered = tuple(text[s:e].lower() for s, e in spans)
-    return spans, lowered, "\n".join(lowered)
-
-
-@functools.lru_cache(maxsize=4_096)
-def _sentence_sizes(tokenizer: CachedTokenizer, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Tokens of each sentence of ``text`` alone, and the running sum of each with its lead-in.
-
-    ``alone[k]`` counts sentence ``k`` as a window's first sentence; ``cum[k]`` sums sentences
-    ``1..k`` each with the whitespace that leads into it (as a later one). The sentences are
-    counted with the tokenizer itself, not through its cache (the pieces of one misfit seldom
-    recur; the whole result is cached here by text). A sentence with its lead-in differs from
-    the sentence only up to its first word boundary where the pre-tokenizer is known
-    (:attr:`TiktokenTokenizer.known_splits`: a space then a letter, after a non-space, starts
-    a pre-token), so that count is the sentence's, less its head, plus the head with the
-    lead-in: two short, mostly cached counts instead of the sentence again.
-    """
-    spans = _sentences(text)[0]
-    sentences = [text[s:e] for s, e in spans]
-    alone = tuple(tokenizer.base.count_many(sentences))
-    known = tokenizer.known_splits
-    cum = [0]
-    for k in range(1, len(spans)):
-        lead = text[spans[k - 1][1] : spans[k][0]]
-        head = _head(sentences[k]) if known else ""
-        if head:
-            n = alone[k] - tokenizer.count(head) + tokenizer.count(lead + head)
-        else:
-            n = tokenizer.base.count(lead + sentences[k])
-        cum.append(cum[-1] + n)
-    return alone, tuple(cum)
-
-
-def _head(sentence: str) -> str:
-    """``sentence`` up to its first space that is followed by an ASCII letter and follows a
-    non-space (a pre-token boundary for cl100k and o200k), or "" when it has none."""
-    at = sentence.find(" ", 1)
-    while at > 0:
-        nxt = sentence[at + 1 : at + 2]
-        if nxt.isascii() and nxt.isalpha() and not sentence[at - 1].isspace():
-            return sentence[:at]
-        at = sentence.find(" ", at + 1)
-    return ""
-
-
-def clear_caches() -> None:
-    """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
-    _lower.cache_clear()
-    _sentences.cache_clear()
-    _sentence_sizes.cache_clear()
-
-
 class _Relevance:
     """Query terms and their IDF over one call's chunks (each chunk one document)."""
 
@@ -332,7 +268,7 @@ class _Relevance:
         # Document frequency over the chunks joined by "\n" (no term holds one, and a chunk's
         # first word follows it as it would the start of the text): per term, str.find from
         # hit to hit, and past a chunk once it counts, instead of a test per chunk and term.
-        lowered = [_lower(c.text) for c in chunks]
+        lowered = [lower(c.text) for c in chunks]
         joined = "\n".join(lowered)
         starts = [0]
         for low in lowered[:-1]:
@@ -411,7 +347,7 @@ def _best_window(
     limit = room - max(overhead, 0)
     if limit < min_tokens:
         return None
-    spans, lowered, joined = _sentences(text)
+    spans, lowered, joined = lowered_sentences(text)
 
     # Window sizes are estimated from per-sentence counts: each sentence alone (as a window's
     # first) and with the whitespace that leads into it (as a later one), so the search costs two
@@ -420,7 +356,7 @@ def _best_window(
     # short (a merge across a sentence boundary, an escape in the rendered body).
     if not spans:
         return _word_window(c, meter, room, limit, n, relevance, min_tokens)
-    alone, cum = _sentence_sizes(meter.tokenizer, text)
+    alone, cum = sentence_sizes(meter.tokenizer, text)
 
     def size(i: int, j: int) -> int:
         """Estimated tokens of sentences i..j."""

@@ -20,7 +20,6 @@ stage does (``meter.block_cost``, ``meter.doc_cost``, ``meter.frame_cost``).
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import os
@@ -41,6 +40,7 @@ from contextwright.model.spans import compose, join_pieces
 from contextwright.render.meter import Meter
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
+from contextwright.stages.words import analyze, terms
 
 __all__ = [
     "BM25",
@@ -56,67 +56,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\S+")
-# A short English stopword list: question words and function words carry no
-# evidence for which sentence answers a question.
-_STOP = frozenset(
-    (
-        "a an and are as at be been but by can could did do does for from had has have he her his how i if in "
-        "into is it its of on or she so than that the their them then there these they this to was were what "
-        "when where which who whom whose why will with would you your"
-    ).split()
-)
-
-
-@functools.lru_cache(maxsize=65_536)
-def _stem(word: str) -> str:
-    """A light suffix strip (plural ``-s``, ``-es``, ``-ies``, possessive) so ``prizes`` meets ``prize``."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def terms(text: str) -> list[str]:
-    """Lowercased, stemmed word terms of ``text`` without stopwords."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
-def has_term(low: str, term: str) -> bool:
-    """Whether ``term in terms(text)`` for ``low = text.lower()``, without analysing every word.
-
-    A stem is a prefix of the words it comes from ("prize" of "prizes"), except ``-ies`` ("city"
-    of "cities"); so only the words starting where ``str.find`` hits are stemmed. For a handful
-    of query terms over a few sentences this is several times faster than :func:`terms`.
-    """
-    # "-ies" stems ("city" of "cities") are at least two letters long; a lone "y" is itself.
-    probe = term[:-1] if len(term) > 1 and term.endswith("y") else term
-    if not probe:
-        return False
-    at = low.find(probe)
-    while at >= 0:
-        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
-            word = _WORD.match(low, at)
-            if word is not None and word.group() not in _STOP and _stem(word.group()) == term:
-                return True
-        at = low.find(probe, at + 1)
-    return False
-
-
-@functools.lru_cache(maxsize=16_384)
-def _analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
-    """Sentence spans of ``text`` and each sentence's terms, cached by text.
-
-    The same chunks come back query after query (popular passages, a
-    conversation's follow-ups), so, like token counts, the analysis of a text
-    is done once.
-    """
-    spans = tuple(split_sentences(text))
-    return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
 
 
 class BM25:
@@ -417,7 +357,7 @@ class ExtractiveCompress:
             return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
         n = len(chunks)
         ranked = plan.ranked
-        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in _analyze(c.text)[0]] for c in ranked}
+        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in analyze(c.text)[0]] for c in ranked}
         texts = {c.id: c.text for c in ranked}
         scorer, idf = self._scorer(query, split, texts, embedder)
         query_terms = frozenset(terms(query))
@@ -499,7 +439,7 @@ class ExtractiveCompress:
     ) -> tuple[Callable[[str, list[_Sentence]], list[_Sentence]], Mapping[str, float]]:
         """The sentence scorer, and the term IDFs of this call's sentences (for word windows)."""
         keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
-        bm = BM25([_analyze(texts[cid])[1][i] for cid, i in keys], b=self.length_norm)
+        bm = BM25([analyze(texts[cid])[1][i] for cid, i in keys], b=self.length_norm)
         if self._uses_embedder(embedder):
             ids = list(split)
             sentences = [s.text for cid in ids for s in split[cid]]

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from contextwright.core.caches import register
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.core.sentences import split_sentences
@@ -63,6 +64,7 @@ def clear_caches() -> None:
     _strip_plan.cache_clear()
 
 
+@register
 @functools.lru_cache(maxsize=8_192)
 def _profile(text: str, k: int) -> tuple[int, tuple[int, ...]]:
     """Words and shingle hashes of a text without boilerplate, cached by content across calls."""
@@ -337,6 +339,7 @@ def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
     return tuple(runs)
 
 
+@register
 @functools.lru_cache(maxsize=8_192)
 def _strip_plan(
     text: str, ranges: tuple[Range, ...], runs: tuple[Range, ...]

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
+from contextwright.core.caches import register
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.model.chunk import Chunk
@@ -65,6 +66,7 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split()) if _NOT_SINGLE_SPACE.search(text) else text.strip()
 
 
+@register
 @functools.lru_cache(maxsize=65_536)
 def _exact_key(text: str) -> bytes:
     """Hash of the normalized text, cached by content across calls."""
