@@ -418,14 +418,7 @@ class Pipeline:
             query, inputs, tokenizer=tokenizer, budget=budget, resources=resources, fused=fused
         )
         _report_empty(reports, empty, len(inputs))
-        n = len(current)
-        docs: set[str] = set()
-        cost = meter.frame_cost() if current else 0
-        for c in current:
-            cost += meter.block_cost(c, n)
-            if c.group_key not in docs:
-                docs.add(c.group_key)
-                cost += meter.doc_cost(c)
+        cost = meter.set_cost(current, len(current)) if current else 0
         return Plan(
             budget=budget,
             zones=dict(zones or {}),

@@ -139,7 +139,7 @@ class TokenBudget:
                 skipped.append(c)
                 stopped = stopped or self.policy == "stop"
                 continue
-            doc = meter.doc_cost(c) if c.group_key not in docs else 0
+            doc = meter.header_once(c, docs)
             cost = meter.block_cost(c, n) + doc
             if not stopped and cost <= room:
                 kept.append(c)
@@ -203,7 +203,7 @@ class TokenBudget:
         relevance: _Relevance | None = None
         for c in by_relevance(chunks):
             key = c.group_key
-            doc = meter.doc_cost(c) if key not in docs else 0
+            doc = meter.header_once(c, docs)
             if meter.tokens(c) <= room:
                 cost = meter.block_cost(c, n) + doc
                 if cost <= room:
@@ -238,7 +238,7 @@ class TokenBudget:
         drops: list[Drop] = []
         full = False
         for members in groups.values():
-            cost = meter.doc_cost(members[0]) + sum(meter.block_cost(c, n) for c in members)
+            cost = meter.set_cost(members, n, frame=False)
             if not full and cost <= room:
                 kept.update(c.id for c in members)
                 room -= cost

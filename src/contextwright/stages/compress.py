@@ -121,7 +121,7 @@ def overflow_plan(chunks: Sequence[Chunk], meter: Meter, budget: int) -> tuple[l
     fits: list[Chunk] = []
     overflow: list[Chunk] = []
     for c in by_relevance(chunks):
-        cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+        cost = meter.added_cost(c, n, docs)
         if cost <= room:
             fits.append(c)
             docs.add(c.group_key)
@@ -166,26 +166,14 @@ def plan_compression(
     n = len(chunks)
     ranked = tuple(by_relevance(chunks))
     top = ranked[0]
-    if _set_cost([top], meter, n) > budget:
+    if meter.set_cost([top], n) > budget:
         return CompressionPlan(ranked, (), ranked, True)
     whole = [top]
     for c in ranked[1:]:
-        if _set_cost([*whole, c], meter, n) > whole_share * budget:
+        if meter.set_cost([*whole, c], n) > whole_share * budget:
             break
         whole.append(c)
     return CompressionPlan(ranked, tuple(whole), ranked[len(whole) :], False)
-
-
-def _set_cost(chunks: Iterable[Chunk], meter: Meter, n: int) -> int:
-    """Frame + blocks + each document header once: the cost of rendering all of ``chunks``."""
-    docs: set[str] = set()
-    total = meter.frame_cost()
-    for c in chunks:
-        total += meter.block_cost(c, n)
-        if c.group_key not in docs:
-            docs.add(c.group_key)
-            total += meter.doc_cost(c)
-    return total
 
 
 def check_plan_settings(max_sentences: int | None, whole_share: float) -> None:
@@ -367,7 +355,7 @@ class ExtractiveCompress:
         changes: dict[str, Change] = {}
 
         def cost_of(state: Mapping[str, Chunk]) -> int:
-            return _set_cost((state[c.id] for c in ranked if c.id in state), meter, n)
+            return meter.set_cost((state[c.id] for c in ranked if c.id in state), n)
 
         # 1. Lossless: a sentence already present in a higher-ranked chunk goes.
         seen: set[str] = set()
@@ -474,7 +462,7 @@ class ExtractiveCompress:
         for k in range(len(ranked) - 1, 0, -1):
             kept = sorted(ranked[:k], key=lambda s: s.start)
             trial = c.with_ops("compressed", text=join_pieces(c.text, [(s.start, s.end) for s in kept]))
-            if _set_cost([trial], meter, n) <= budget:
+            if meter.set_cost([trial], n) <= budget:
                 return kept
         return ranked[:1] or None
 

@@ -93,7 +93,7 @@ class MMRBudget:
             best, best_value = -1, -math.inf
             for i in sorted(candidates):
                 c = chunks[i]
-                cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+                cost = meter.added_cost(c, n, docs)
                 if cost > room:
                     continue
                 mr = lam * rel[i] - (1 - lam) * max_sim[i] if chosen else lam * rel[i]
@@ -103,7 +103,7 @@ class MMRBudget:
             if best < 0:
                 break
             c = chunks[best]
-            room -= meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+            room -= meter.added_cost(c, n, docs)
             docs.add(c.group_key)
             chosen.append(best)
             candidates.discard(best)
