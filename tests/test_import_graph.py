@@ -54,22 +54,22 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: (tests/test_public_paths.py checks what each still offers).
 COMPAT = frozenset(
     {
-        "contextwright.assembler",
-        "contextwright.budget",
-        "contextwright.config",
-        "contextwright.corpus_dedup",
-        "contextwright.embed",
-        "contextwright.errors",
-        "contextwright.inspector",
-        "contextwright.io",
-        "contextwright.limits",
-        "contextwright.llm",
+        "contextwright.assembly.assembler",
+        "contextwright.tokens.zones",
+        "contextwright.assembly.presets",
+        "contextwright.batch.corpus_dedup",
+        "contextwright.clients.embed",
+        "contextwright.core.errors",
+        "contextwright.render.inspector",
+        "contextwright.inputs.readers",
+        "contextwright.core.limits",
+        "contextwright.clients.chat",
         "contextwright.pipeline",
-        "contextwright.rerank",
-        "contextwright.sentences",
-        "contextwright.spans",
+        "contextwright.clients.rerank",
+        "contextwright.core.sentences",
+        "contextwright.model.spans",
         "contextwright.types",
-        "contextwright.eval.priors",
+        "contextwright.stages.priors",
     }
 )
 

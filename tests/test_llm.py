@@ -31,7 +31,7 @@ from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.budget import TokenBudget
-from contextwright.stages.compress import LLMCompress, verify_extract
+from contextwright.stages.llm_compress import LLMCompress, verify_extract
 
 # A reply: (status, body) where body is a dict (sent as JSON) or raw str; optional delay in seconds.
 Reply = tuple[int, Any] | tuple[int, Any, float]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from contextwright.errors import InputError
+from contextwright.core.errors import InputError
 from contextwright.stores import InMemoryStore, PostgresStore, SQLiteStore
 from contextwright.stores.rows import plain_row as _plain_row
 from contextwright.stores.rows import read_rows as _read_rows

@@ -121,7 +121,7 @@ def test_the_widest_numbers_still_fit_80_columns() -> None:
     """Every built-in name and the widest cells (n 1,000, −100.0…+100.0, a budget of 10,000)."""
     from rich.console import Console
 
-    from contextwright.config import list_presets
+    from contextwright.assembly.presets import list_presets
     from contextwright.eval.reader import ReaderResult, ReaderSummary
     from contextwright.eval.report import render_reader_table
 
