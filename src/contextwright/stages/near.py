@@ -103,76 +103,11 @@ class NearDedup:
         if method == "auto":
             method = "minhash" if n > self.minhash_above else "exact"
         order = sorted(range(n), key=lambda i: relevance_key(chunks[i]))
-        sets: dict[int, frozenset[tuple[bytes, ...]]] = {}
-
-        def shingle_set(i: int) -> frozenset[tuple[bytes, ...]]:
-            s = sets.get(i)
-            if s is None:
-                s = sets[i] = shingles(chunks[i].text, self.shingle_size)
-            return s
-
-        t = self.threshold
-        related: dict[int, int] = {}
-        checked = 0
         if method == "exact":
-            # every kept chunk sharing a shingle is compared, exactly: an inverted index
-            # counts the shared shingles, so unrelated pairs cost nothing
-            postings: dict[tuple[bytes, ...], list[int]] = {}
-            position = {i: p for p, i in enumerate(order)}
-            for i in order:
-                a = shingle_set(i)
-                shared: dict[int, int] = {}
-                for sh_ in a:
-                    for j in postings.get(sh_, ()):
-                        shared[j] = shared.get(j, 0) + 1
-                for j in sorted(shared, key=position.__getitem__):
-                    checked += 1
-                    inter = shared[j]
-                    if inter / (len(a) + len(shingle_set(j)) - inter) >= t:
-                        related[i] = j
-                        break
-                if i not in related:
-                    for sh_ in a:
-                        postings.setdefault(sh_, []).append(i)
-            note = f"exact (inverted index), {checked} pairs sharing a shingle compared"
+            related, note = self._exact(chunks, order)
         else:
-            sig, has_words, sh, first, n_sh = minhash(
-                [shingle_words(c.text) for c in chunks], self.shingle_size, self.num_perm, self.seed
-            )
-            hashed: dict[int, frozenset[int]] = {}
-
-            def hashed_set(i: int) -> frozenset[int]:
-                # verification on 64-bit shingle hashes: equal to the word-tuple Jaccard
-                # unless two distinct shingles collide (probability ~ 2^-64 per pair)
-                s = hashed.get(i)
-                if s is None:
-                    s = hashed[i] = frozenset(sh[first[i] : first[i] + n_sh[i]].tolist())
-                return s
-
-            bands, rows = lsh_bands(t, self.num_perm)
-            keys = band_keys(sig, bands, rows)
-            buckets: list[dict[int, list[int]]] = [{} for _ in range(bands)]
-            position = {i: p for p, i in enumerate(order)}
-            for i in order:
-                if not has_words[i]:
-                    continue
-                found: set[int] = set()
-                row = keys[i]
-                for band in range(bands):
-                    hit = buckets[band].get(row[band])
-                    if hit:
-                        found.update(hit)
-                for j in sorted(found, key=position.__getitem__):
-                    checked += 1
-                    if jaccard(hashed_set(i), hashed_set(j)) >= t:
-                        related[i] = j
-                        break
-                if i not in related:
-                    for band in range(bands):
-                        buckets[band].setdefault(row[band], []).append(i)
-            note = (
-                f"minhash {self.num_perm} perms, {bands} bands × {rows} rows, {checked} candidates verified"
-            )
+            related, note = self._minhash(chunks, order)
+        t = self.threshold
         if not related:
             return StageResult.of(self.name, chunks, chunks, notes=(note,))
         survivors = {i: chunks[i] for i in range(n) if i not in related}
@@ -187,3 +122,78 @@ class NearDedup:
             )
         out = [survivors[i] for i in range(n) if i in survivors]
         return StageResult.of(self.name, chunks, out, dropped=drops, notes=(note,))
+
+    def _exact(self, chunks: Sequence[Chunk], order: list[int]) -> tuple[dict[int, int], str]:
+        """``{dropped: kept}`` by exact Jaccard: every kept chunk sharing a shingle is compared;
+        an inverted index counts the shared shingles, so unrelated pairs cost nothing."""
+        sets: dict[int, frozenset[tuple[bytes, ...]]] = {}
+
+        def shingle_set(i: int) -> frozenset[tuple[bytes, ...]]:
+            s = sets.get(i)
+            if s is None:
+                s = sets[i] = shingles(chunks[i].text, self.shingle_size)
+            return s
+
+        t = self.threshold
+        related: dict[int, int] = {}
+        checked = 0
+        postings: dict[tuple[bytes, ...], list[int]] = {}
+        position = {i: p for p, i in enumerate(order)}
+        for i in order:
+            a = shingle_set(i)
+            shared: dict[int, int] = {}
+            for sh_ in a:
+                for j in postings.get(sh_, ()):
+                    shared[j] = shared.get(j, 0) + 1
+            for j in sorted(shared, key=position.__getitem__):
+                checked += 1
+                inter = shared[j]
+                if inter / (len(a) + len(shingle_set(j)) - inter) >= t:
+                    related[i] = j
+                    break
+            if i not in related:
+                for sh_ in a:
+                    postings.setdefault(sh_, []).append(i)
+        return related, f"exact (inverted index), {checked} pairs sharing a shingle compared"
+
+    def _minhash(self, chunks: Sequence[Chunk], order: list[int]) -> tuple[dict[int, int], str]:
+        """``{dropped: kept}`` by MinHash + LSH banding, each candidate verified on shingle hashes."""
+        t = self.threshold
+        sig, has_words, sh, first, n_sh = minhash(
+            [shingle_words(c.text) for c in chunks], self.shingle_size, self.num_perm, self.seed
+        )
+        hashed: dict[int, frozenset[int]] = {}
+
+        def hashed_set(i: int) -> frozenset[int]:
+            # verification on 64-bit shingle hashes: equal to the word-tuple Jaccard
+            # unless two distinct shingles collide (probability ~ 2^-64 per pair)
+            s = hashed.get(i)
+            if s is None:
+                s = hashed[i] = frozenset(sh[first[i] : first[i] + n_sh[i]].tolist())
+            return s
+
+        bands, rows = lsh_bands(t, self.num_perm)
+        keys = band_keys(sig, bands, rows)
+        buckets: list[dict[int, list[int]]] = [{} for _ in range(bands)]
+        position = {i: p for p, i in enumerate(order)}
+        related: dict[int, int] = {}
+        checked = 0
+        for i in order:
+            if not has_words[i]:
+                continue
+            found: set[int] = set()
+            row = keys[i]
+            for band in range(bands):
+                hit = buckets[band].get(row[band])
+                if hit:
+                    found.update(hit)
+            for j in sorted(found, key=position.__getitem__):
+                checked += 1
+                if jaccard(hashed_set(i), hashed_set(j)) >= t:
+                    related[i] = j
+                    break
+            if i not in related:
+                for band in range(bands):
+                    buckets[band].setdefault(row[band], []).append(i)
+        note = f"minhash {self.num_perm} perms, {bands} bands × {rows} rows, {checked} candidates verified"
+        return related, note
