@@ -21,7 +21,7 @@ import hashlib
 import itertools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -260,57 +260,80 @@ class OverlapDedup:
         for members in by_doc.values():
             if len(members) < 2:
                 continue
-            # containment: longest first, so a chunk is compared with every possible container
-            order = sorted(members, key=lambda c: (-len(collapsed[c.id]), *relevance_key(c)))
-            kept: list[Chunk] = []
-            for c in order:
-                text = collapsed[c.id]
-                container = next((k for k in kept if text in collapsed[k.id]), None)
-                if container is None:
-                    kept.append(c)
-                    continue
-                held = current[container.id]
-                folded = fold_duplicate(held, c)
-                if c.score > held.score:
-                    folded = replace(folded, score=c.score)
-                current[container.id] = folded
-                dropped.add(c.id)
-                drops.append(Drop(c.id, "merged_into", related=container.id, detail="contained"))
-            # overlap: consecutive indices, measured on the texts as they came in; the copy is cut
-            # from the less relevant chunk of the pair, so a budget that later drops that chunk
-            # (an expanded neighbour, usually) never takes the overlap's words with it
-            indexed = sorted((c for c in kept if c.index is not None), key=lambda c: (c.index, c.rank))
-            head_cut: dict[str, int] = {}  # offset into the original text where a chunk now starts
-            for prev, cur in itertools.pairwise(indexed):
-                if prev.index is None or cur.index != prev.index + 1:
-                    continue
-                k = suffix_prefix_overlap(collapsed[prev.id], collapsed[cur.id], self.min_overlap_chars)
-                if k == 0:
-                    continue
-                if relevance_key(prev) > relevance_key(cur):
-                    start = head_cut.get(prev.id, 0)
-                    end = _original_cut(prev.text, len(collapsed[prev.id]) - k)
-                    if prev.text[start:end].strip():
-                        detail = (
-                            f"last {len(prev.text) - end} of {len(prev.text)} characters shared with {cur.id}"
-                        )
-                        keep(
-                            prev.id,
-                            "overlap_stripped_tail",
-                            (0, end - start),
-                            f"{detail}, which ranks higher",
-                        )
-                        continue
-                    # its head is already cut and the two cuts would meet: cut the later chunk
-                cut = _original_cut(cur.text, k)
-                head_cut[cur.id] = cut
-                keep(
-                    cur.id,
-                    "overlap_stripped",
-                    (cut, len(cur.text)),
-                    f"{cut} of {len(cur.text)} characters shared with {prev.id}",
-                )
+            kept = _fold_contained(members, collapsed, current, dropped, drops)
+            _strip_overlaps(kept, collapsed, self.min_overlap_chars, keep)
         if not drops and not changes:
             return StageResult.of(self.name, chunks, chunks)
         out = [current[c.id] for c in chunks if c.id not in dropped]
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
+
+
+def _fold_contained(
+    members: list[Chunk],
+    collapsed: dict[str, str],
+    current: dict[str, Chunk],
+    dropped: set[str],
+    drops: list[Drop],
+) -> list[Chunk]:
+    """Fold each chunk of one document contained in another into its container; the rest, kept.
+
+    ``current`` (the chunks as they are now), ``dropped`` and ``drops`` are updated in place.
+    """
+    # containment: longest first, so a chunk is compared with every possible container
+    order = sorted(members, key=lambda c: (-len(collapsed[c.id]), *relevance_key(c)))
+    kept: list[Chunk] = []
+    for c in order:
+        text = collapsed[c.id]
+        container = next((k for k in kept if text in collapsed[k.id]), None)
+        if container is None:
+            kept.append(c)
+            continue
+        held = current[container.id]
+        folded = fold_duplicate(held, c)
+        if c.score > held.score:
+            folded = replace(folded, score=c.score)
+        current[container.id] = folded
+        dropped.add(c.id)
+        drops.append(Drop(c.id, "merged_into", related=container.id, detail="contained"))
+    return kept
+
+
+def _strip_overlaps(
+    kept: list[Chunk],
+    collapsed: dict[str, str],
+    min_overlap_chars: int,
+    keep: Callable[[str, str, tuple[int, int], str], None],
+) -> None:
+    """Strip the text consecutive chunks of one document share, calling ``keep`` for each cut."""
+    # overlap: consecutive indices, measured on the texts as they came in; the copy is cut
+    # from the less relevant chunk of the pair, so a budget that later drops that chunk
+    # (an expanded neighbour, usually) never takes the overlap's words with it
+    indexed = sorted((c for c in kept if c.index is not None), key=lambda c: (c.index, c.rank))
+    head_cut: dict[str, int] = {}  # offset into the original text where a chunk now starts
+    for prev, cur in itertools.pairwise(indexed):
+        if prev.index is None or cur.index != prev.index + 1:
+            continue
+        k = suffix_prefix_overlap(collapsed[prev.id], collapsed[cur.id], min_overlap_chars)
+        if k == 0:
+            continue
+        if relevance_key(prev) > relevance_key(cur):
+            start = head_cut.get(prev.id, 0)
+            end = _original_cut(prev.text, len(collapsed[prev.id]) - k)
+            if prev.text[start:end].strip():
+                detail = f"last {len(prev.text) - end} of {len(prev.text)} characters shared with {cur.id}"
+                keep(
+                    prev.id,
+                    "overlap_stripped_tail",
+                    (0, end - start),
+                    f"{detail}, which ranks higher",
+                )
+                continue
+            # its head is already cut and the two cuts would meet: cut the later chunk
+        cut = _original_cut(cur.text, k)
+        head_cut[cur.id] = cut
+        keep(
+            cur.id,
+            "overlap_stripped",
+            (cut, len(cur.text)),
+            f"{cut} of {len(cur.text)} characters shared with {prev.id}",
+        )
