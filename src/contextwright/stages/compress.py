@@ -353,6 +353,33 @@ class ExtractiveCompress:
             return meter.set_cost((state[c.id] for c in ranked if c.id in state), n)
 
         # 1. Lossless: a sentence already present in a higher-ranked chunk goes.
+        self._drop_repeats(ranked, scored, current, changes, meter)
+        lossless, lossless_changes = dict(current), dict(changes)
+        # 2. Sentence selection on what does not fit (never the top chunk
+        # unless it alone overflows): best sentences, in original order.
+        squeezed = self._squeeze(
+            plan, split, scored, _Edit(current, changes, dropped), meter, budget, (query_terms, idf)
+        )
+        # 3. Slack left (fewer chunks than the budget holds): restore the best
+        # compressed chunks whole, in rank order, while the set still fits.
+        cost = _restore(squeezed, lossless, lossless_changes, current, changes, cost_of, budget)
+        out = [current[c.id] for c in chunks if c.id in current]
+        notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
+        if self._uses_embedder(embedder):
+            notes.append("sentences scored by cosine with the embedder")
+        return StageResult.of(
+            self.name, chunks, out, dropped=dropped.values(), changed=changes.values(), notes=notes
+        )
+
+    def _drop_repeats(
+        self,
+        ranked: Sequence[Chunk],
+        scored: dict[str, list[_Sentence]],
+        current: dict[str, Chunk],
+        changes: dict[str, Change],
+        meter: Meter,
+    ) -> None:
+        """Remove from each chunk the sentences a higher-ranked chunk already has (lossless)."""
         seen: set[str] = set()
         for c in ranked:
             sents = scored[c.id]
@@ -361,9 +388,23 @@ class ExtractiveCompress:
             if fresh and len(fresh) < len(sents):
                 scored[c.id] = fresh
                 self._apply(c, fresh, current, changes, meter, detail="repeated sentences removed")
-        lossless, lossless_changes = dict(current), dict(changes)
-        # 2. Sentence selection on what does not fit (never the top chunk
-        # unless it alone overflows): best sentences, in original order.
+
+    def _squeeze(
+        self,
+        plan: CompressionPlan,
+        split: dict[str, list[_Sentence]],
+        scored: dict[str, list[_Sentence]],
+        edit: _Edit,
+        meter: Meter,
+        budget: int,
+        query: tuple[frozenset[str], Any],
+    ) -> list[Chunk]:
+        """Cut each chunk of ``plan.squeeze`` to its best sentences, or drop it as irrelevant;
+        the chunks cut, in rank order. ``query`` is the query's terms and their idf."""
+        current, changes, dropped = edit.current, edit.changes, edit.dropped
+        query_terms, idf = query
+        ranked = plan.ranked
+        n = len(current)
         squeezed: list[Chunk] = []
         for c in plan.squeeze:
             if self.min_score is not None and c.score < self.min_score and not plan.top_overflows:
@@ -391,28 +432,7 @@ class ExtractiveCompress:
                 squeezed.append(c)
             if plan.top_overflows:
                 break
-        # 3. Slack left (fewer chunks than the budget holds): restore the best
-        # compressed chunks whole, in rank order, while the set still fits.
-        cost = cost_of(current)
-        for c in squeezed:
-            if cost >= budget:
-                break
-            restored = lossless[c.id]
-            new_cost = cost_of({**current, c.id: restored})
-            if new_cost <= budget:
-                current[c.id] = restored
-                if c.id in lossless_changes:
-                    changes[c.id] = lossless_changes[c.id]
-                else:
-                    changes.pop(c.id, None)
-                cost = new_cost
-        out = [current[c.id] for c in chunks if c.id in current]
-        notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
-        if self._uses_embedder(embedder):
-            notes.append("sentences scored by cosine with the embedder")
-        return StageResult.of(
-            self.name, chunks, out, dropped=dropped.values(), changed=changes.values(), notes=notes
-        )
+        return squeezed
 
     def _uses_embedder(self, embedder: Any) -> bool:
         return embedder is not None and self.scoring in ("auto", "embedding")
@@ -524,3 +544,38 @@ def _select(
             kept.append(s)
             used += need
     return kept
+
+
+@dataclass
+class _Edit:
+    """The chunks as compression leaves them, and what it changed and dropped (updated in place)."""
+
+    current: dict[str, Chunk]
+    changes: dict[str, Change]
+    dropped: dict[str, Drop]
+
+
+def _restore(
+    squeezed: list[Chunk],
+    lossless: dict[str, Chunk],
+    lossless_changes: dict[str, Change],
+    current: dict[str, Chunk],
+    changes: dict[str, Change],
+    cost_of: Callable[[Mapping[str, Chunk]], int],
+    budget: int,
+) -> int:
+    """Restore squeezed chunks whole (lossless), in rank order, while the set fits; the set's cost."""
+    cost = cost_of(current)
+    for c in squeezed:
+        if cost >= budget:
+            break
+        restored = lossless[c.id]
+        new_cost = cost_of({**current, c.id: restored})
+        if new_cost <= budget:
+            current[c.id] = restored
+            if c.id in lossless_changes:
+                changes[c.id] = lossless_changes[c.id]
+            else:
+                changes.pop(c.id, None)
+            cost = new_cost
+    return cost
