@@ -410,17 +410,7 @@ def _word_window(
     words = [(m.start(), m.end()) for m in _WORDS.finditer(text)]
     if len(words) < 2:
         return None
-    weights = [0.0] * len(words)
-    if relevance.idf:
-        lowered = [text[a:b].lower() for a, b in words]
-        present = relevance.candidates("\n".join(lowered))
-        for k, low in enumerate(lowered):
-            bits = 0
-            for bit, t, p in present:
-                if p in low and has_term(low, t):
-                    bits |= bit
-            if bits:
-                weights[k] = relevance.weight(bits)
+    weights = _word_weights(text, words, relevance)
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
@@ -468,3 +458,19 @@ def _word_window(
         f"cut to fit the {room} tokens left: no whole sentence fits, so {length} of {len(words)} words, "
         "the window most relevant to the query"
     )
+
+
+def _word_weights(text: str, words: list[tuple[int, int]], relevance: _Relevance) -> list[float]:
+    """Each word's query-term weight (0.0 for a word that matches no query term)."""
+    weights = [0.0] * len(words)
+    if relevance.idf:
+        lowered = [text[a:b].lower() for a, b in words]
+        present = relevance.candidates("\n".join(lowered))
+        for k, low in enumerate(lowered):
+            bits = 0
+            for bit, t, p in present:
+                if p in low and has_term(low, t):
+                    bits |= bit
+            if bits:
+                weights[k] = relevance.weight(bits)
+    return weights
