@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,30 +192,7 @@ def near_duplicate_pairs(
     if reread is None and not isinstance(texts, Sequence):
         texts = list(texts)
     start = time.perf_counter()
-    sigs, valid = [], []
-    count = 0
-    it = iter(texts)
-    parts = iter(lambda: list(itertools.islice(it, batch)), [])
-    settings = (shingle_size, num_perm, seed)
-    if workers == 1:
-        results: Iterator[tuple[Any, Any]] = (_signatures(part, *settings) for part in parts)
-        pool = None
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        results = _ordered(pool, parts, settings, ahead=2 * workers)
-    try:
-        for sig, has_words in results:
-            sigs.append(sig)
-            valid.append(has_words)
-            count += len(has_words)
-            if progress is not None:
-                progress(count)
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+    sigs, valid, count = _all_signatures(texts, batch, (shingle_size, num_perm, seed), workers, progress)
     t_sig = time.perf_counter()
     bands, rows = lsh_bands(threshold, num_perm)
     if not sigs:
@@ -236,6 +213,59 @@ def near_duplicate_pairs(
     else:
         assert isinstance(texts, Sequence)
         source = {i: texts[i] for i in needed}
+    pairs = _verified(a_pos, b_pos, source, shingle_size, threshold)
+    duplicates = _clustered(pairs)
+    end = time.perf_counter()
+    return CorpusDedupResult(
+        pairs=tuple(pairs),
+        duplicates=duplicates,
+        chunks=n,
+        candidates=len(a_pos),
+        bands=(bands, rows),
+        seconds=end - start,
+        timings={"signatures": t_sig - start, "lsh": t_lsh - t_sig, "verify": end - t_lsh},
+    )
+
+
+def _all_signatures(
+    texts: Iterable[str],
+    batch: int,
+    settings: tuple[int, int, int],
+    workers: int,
+    progress: Callable[[int], None] | None,
+) -> tuple[list[Any], list[Any], int]:
+    """The MinHash signatures of every text, batch by batch (in worker processes when
+    ``workers > 1``), in input order: ``(signatures, has_words, count)``."""
+    sigs, valid = [], []
+    count = 0
+    it = iter(texts)
+    parts = iter(lambda: list(itertools.islice(it, batch)), [])
+    if workers == 1:
+        results: Iterator[tuple[Any, Any]] = (_signatures(part, *settings) for part in parts)
+        pool = None
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        results = _ordered(pool, parts, settings, ahead=2 * workers)
+    try:
+        for sig, has_words in results:
+            sigs.append(sig)
+            valid.append(has_words)
+            count += len(has_words)
+            if progress is not None:
+                progress(count)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return sigs, valid, count
+
+
+def _verified(
+    a_pos: list[int], b_pos: list[int], source: Mapping[int, str], shingle_size: int, threshold: float
+) -> list[NearPair]:
+    """The candidate pairs whose exact shingle Jaccard reaches ``threshold``."""
     pairs = []
     # verify in blocks of candidates (sorted by a), holding only the block's shingle sets
     step = 100_000
@@ -247,6 +277,11 @@ def near_duplicate_pairs(
             if j >= threshold:
                 pairs.append(NearPair(a, b, round(j, 6)))
         del sets
+    return pairs
+
+
+def _clustered(pairs: list[NearPair]) -> frozenset[int]:
+    """The duplicates: union-find over the verified pairs, each cluster keeping its first chunk."""
     # clusters: union-find over verified pairs; each cluster keeps its first chunk
     parent: dict[int, int] = {}
 
@@ -262,17 +297,7 @@ def near_duplicate_pairs(
         ra, rb = find(p.a), find(p.b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
-    duplicates = frozenset(x for x in {p.b for p in pairs} | {p.a for p in pairs} if find(x) != x)
-    end = time.perf_counter()
-    return CorpusDedupResult(
-        pairs=tuple(pairs),
-        duplicates=duplicates,
-        chunks=n,
-        candidates=len(a_pos),
-        bands=(bands, rows),
-        seconds=end - start,
-        timings={"signatures": t_sig - start, "lsh": t_lsh - t_sig, "verify": end - t_lsh},
-    )
+    return frozenset(x for x in {p.b for p in pairs} | {p.a for p in pairs} if find(x) != x)
 
 
 def iter_texts(path: str, *, field: str = "text") -> Iterator[str]:
