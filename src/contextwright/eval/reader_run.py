@@ -71,21 +71,9 @@ def evaluate_reader(
     skipped = {s.name: reason for s in built if (reason := s.missing(res))}
     for name, reason in skipped.items():
         logger.warning("strategy skipped by the reader", extra={"strategy": name, "reason": reason})
-    requests: list[Request] = []
-    for query in queries:
-        for strategy in built:
-            if strategy.name in skipped:
-                continue
-            for budget in dict.fromkeys(budgets):
-                requests.append(
-                    strategy_request(query, strategy, budget, tokenizer=tok, resources=res, system=system)
-                )
-        if closed_book:
-            requests.append(closed_request(query))
-        if oracle:
-            req = oracle_request(query, system=system)
-            if req is not None:
-                requests.append(req)
+    requests = _requests(
+        queries, [s for s in built if s.name not in skipped], budgets, (closed_book, oracle), tok, res, system
+    )
     swept = sweep_requests(queries, positions, system=system) if positions else []
     asked = [r for r in (*requests, *swept) if r.error is None]
     replies = reader.ask_many([r.messages for r in asked], progress=progress)
@@ -123,3 +111,30 @@ def evaluate_reader(
             "skipped": skipped,
         },
     )
+
+
+def _requests(
+    queries: Sequence[EvalQuery],
+    strategies: Sequence[Strategy],
+    budgets: Sequence[int],
+    references: tuple[bool, bool],
+    tok: CachedTokenizer,
+    res: Mapping[str, Any],
+    system: str,
+) -> list[Request]:
+    """Every request of the run, query by query: each strategy at each budget, then the
+    closed-book and oracle references when ``references`` asks for them."""
+    requests: list[Request] = []
+    for query in queries:
+        for strategy in strategies:
+            for budget in dict.fromkeys(budgets):
+                requests.append(
+                    strategy_request(query, strategy, budget, tokenizer=tok, resources=res, system=system)
+                )
+        if references[0]:
+            requests.append(closed_request(query))
+        if references[1]:
+            req = oracle_request(query, system=system)
+            if req is not None:
+                requests.append(req)
+    return requests
