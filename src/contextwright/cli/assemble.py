@@ -110,7 +110,6 @@ def assemble_cmd(
     ] = None,
 ) -> None:
     """Assemble the context for chunks (or for each query of a query file)."""
-    import json
     import logging
 
     from contextwright.core.errors import ContextwrightError
@@ -157,21 +156,7 @@ def assemble_cmd(
                 bar.advance(n + 1)
                 continue
             ctx = assembler.assemble(q, item.chunks, history=turns, tools=outputs, previous=before)
-            if as_json:
-                data = ctx.to_dict()
-                if item.id:
-                    data = {"id": item.id, **data}
-                sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-            else:
-                if item.id:
-                    out.print(f"{'' if n == 0 else chr(10)}# {item.id} · {q}", markup=False)
-                # The context always ends its line, so the summary on stderr starts a line of its own.
-                sys.stdout.write(ctx.text if ctx.text.endswith("\n") else ctx.text + "\n")
-                sys.stdout.flush()
-                if not report:  # --report's table has the summary as its title: say it once
-                    err.print(f"[dim]{escape(ctx.report.summary())}[/]")
-                if ctx.report.history is not None:
-                    err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")
+            _print_context(ctx, item.id, q, first=n == 0, out=out, as_json=as_json, report=report)
             if report:
                 print_report(ctx)
             bar.advance(n + 1)
@@ -180,3 +165,26 @@ def assemble_cmd(
         fail(str(exc))
     finally:
         logging.getLogger("contextwright").removeHandler(handler)
+
+
+def _print_context(
+    ctx: Any, item_id: str | None, q: str, *, first: bool, out: Console, as_json: bool, report: bool
+) -> None:
+    """One context on stdout (text, or a JSON line), and its summary on stderr."""
+    import json
+
+    if as_json:
+        data = ctx.to_dict()
+        if item_id:
+            data = {"id": item_id, **data}
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    else:
+        if item_id:
+            out.print(f"{'' if first else chr(10)}# {item_id} · {q}", markup=False)
+        # The context always ends its line, so the summary on stderr starts a line of its own.
+        sys.stdout.write(ctx.text if ctx.text.endswith("\n") else ctx.text + "\n")
+        sys.stdout.flush()
+        if not report:  # --report's table has the summary as its title: say it once
+            err.print(f"[dim]{escape(ctx.report.summary())}[/]")
+        if ctx.report.history is not None:
+            err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")
