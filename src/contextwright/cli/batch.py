@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -159,9 +159,7 @@ def dedup_corpus_cmd(
     ] = False,
 ) -> None:
     """Find near-duplicate chunks in a whole corpus (MinHash LSH, verified by exact Jaccard)."""
-    import json
     import os
-    import resource
 
     from contextwright.batch.corpus_dedup import iter_texts, near_duplicate_pairs
     from contextwright.core.errors import ContextwrightError
@@ -193,16 +191,7 @@ def dedup_corpus_cmd(
     except OSError as exc:
         fail(f"cannot read {corpus!r}: {exc.strerror or exc}")
     if out is not None:
-        with open(out, "w", encoding="utf-8") as f:
-            for p in result.pairs:
-                row = {
-                    "a": found[p.a][0],
-                    "b": found[p.b][0],
-                    "a_pos": p.a,
-                    "b_pos": p.b,
-                    "jaccard": p.jaccard,
-                }
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        _write_pairs(out, result, found)
     bands, rows = result.bands
     err.print(
         f"{result.chunks:,} chunks · {result.candidates:,} candidates ({bands} bands × {rows} rows) · "
@@ -212,22 +201,46 @@ def dedup_corpus_cmd(
         markup=False,
     )
     if stats:
-        # the largest process (this one, or a hashing worker), and the CPU time of all of them
-        usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-        peak = max(u.ru_maxrss for u in usage) / 1024
-        cpu = sum(u.ru_utime + u.ru_stime for u in usage)
-        sys.stdout.write(
-            json.dumps(
-                {
-                    "chunks": result.chunks,
-                    "candidates": result.candidates,
-                    "pairs": len(result.pairs),
-                    "duplicates": len(result.duplicates),
-                    "seconds": round(result.seconds, 3),
-                    "timings": {k: round(v, 3) for k, v in result.timings.items()},
-                    "peak_rss_mb": round(peak, 1),
-                    "cpu_s": round(cpu, 2),
-                }
-            )
-            + "\n"
+        _print_stats(result)
+
+
+def _write_pairs(out: str, result: Any, found: dict[int, tuple[str, str]]) -> None:
+    """The near-duplicate pairs as JSON Lines: both ids, both positions, their Jaccard."""
+    import json
+
+    with open(out, "w", encoding="utf-8") as f:
+        for p in result.pairs:
+            row = {
+                "a": found[p.a][0],
+                "b": found[p.b][0],
+                "a_pos": p.a,
+                "b_pos": p.b,
+                "jaccard": p.jaccard,
+            }
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _print_stats(result: Any) -> None:
+    """The run's figures as one JSON line on stdout: counts, time, peak memory, CPU time."""
+    import json
+    import resource
+
+    # the largest process (this one, or a hashing worker), and the CPU time of all of them
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    peak = max(u.ru_maxrss for u in usage) / 1024
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+    sys.stdout.write(
+        json.dumps(
+            {
+                "chunks": result.chunks,
+                "candidates": result.candidates,
+                "pairs": len(result.pairs),
+                "duplicates": len(result.duplicates),
+                "seconds": round(result.seconds, 3),
+                "timings": {k: round(v, 3) for k, v in result.timings.items()},
+                "peak_rss_mb": round(peak, 1),
+                "cpu_s": round(cpu, 2),
+            }
         )
+        + "\n"
+    )
