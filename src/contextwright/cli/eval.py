@@ -37,9 +37,7 @@ def _run_reader(
 ) -> Any:
     """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
     import dataclasses
-    import json
     import os
-    from pathlib import Path
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -91,18 +89,7 @@ def _run_reader(
                 highlight=False,
             )
             raise typer.Exit(130) from None
-    failed = measured.meta.get("failed", 0)
-    if failed:
-        err.print(
-            f"[yellow]reader: {failed} request(s) failed; they are listed with their errors in the JSON "
-            "and left out of the accuracies.[/]",
-            highlight=False,
-        )
-    if prior_out is not None and measured.sweep is not None:
-        if not any(measured.sweep.answered):
-            fail("the position sweep got no replies, so there is no prior to write.")
-        Path(prior_out).write_text(json.dumps(measured.sweep.prior_dict(), indent=1) + "\n", encoding="utf-8")
-        err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
+    _report_reader(measured, prior_out)
     return dataclasses.replace(result, reader=measured)
 
 
@@ -201,11 +188,8 @@ def eval_cmd(
     """  # one line per paragraph: the help reflows it to the terminal's width
     import logging
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from contextwright.core.errors import ContextwrightError
-    from contextwright.eval import default_strategies, evaluate, load_queries
-    from contextwright.eval.report import render_table, to_json, write_html
+    from contextwright.eval import default_strategies, load_queries
 
     try:
         budgets = [int(b) for b in _csv(budget)]
@@ -217,28 +201,12 @@ def eval_cmd(
     handler = warnings_once()
     try:
         queries = load_queries(data, limit=limit)
-        with Progress(
-            TextColumn("eval"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("queries"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,  # a bar on a terminal; nothing extra when piped
-        ) as bar:
-            task = bar.add_task("eval", total=len(queries))
-            result = evaluate(
-                queries,
-                [*names, *(config or [])],
-                budgets,
-                tokenizer=tokenizer,
-                prior=prior,
-                corpus=corpus,
-                workers=workers,
-                engine=engine,  # type: ignore[arg-type]
-                progress=lambda done, total: bar.update(task, completed=done),
-            )
+        result = _retention(
+            queries,
+            [*names, *(config or [])],
+            budgets,
+            dict(tokenizer=tokenizer, prior=prior, corpus=corpus, workers=workers, engine=engine),
+        )
         if reader is not None:
             result = _run_reader(
                 result,
@@ -259,23 +227,76 @@ def eval_cmd(
             )
         elif positions is not None or prior_out is not None:
             fail("--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME.")
-        for name, reason in result.skipped.items():
-            err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
-        for name, note in result.notes.items():
-            err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
-        print_uncut(render_table(result, wide=wide))
-        if result.reader is not None:
-            from contextwright.eval.report import render_reader_table
-
-            print_uncut(render_reader_table(result.reader, wide=wide))
-        meta = {"data": data}
-        if json_out:
-            to_json(result, json_out, meta=meta)
-            err.print(f"wrote {json_out}", highlight=False)
-        if html_out:
-            write_html(result, html_out, meta=meta)
-            err.print(f"wrote {html_out}", highlight=False)
+        _publish(result, data=data, wide=wide, json_out=json_out, html_out=html_out)
     except ContextwrightError as exc:
         fail(str(exc))
     finally:
         logging.getLogger("contextwright").removeHandler(handler)
+
+
+def _report_reader(measured: Any, prior_out: str | None) -> None:
+    """Say how many reader requests failed, and write the position sweep's prior when asked."""
+    import json
+    from pathlib import Path
+
+    failed = measured.meta.get("failed", 0)
+    if failed:
+        err.print(
+            f"[yellow]reader: {failed} request(s) failed; they are listed with their errors in the JSON "
+            "and left out of the accuracies.[/]",
+            highlight=False,
+        )
+    if prior_out is not None and measured.sweep is not None:
+        if not any(measured.sweep.answered):
+            fail("the position sweep got no replies, so there is no prior to write.")
+        Path(prior_out).write_text(json.dumps(measured.sweep.prior_dict(), indent=1) + "\n", encoding="utf-8")
+        err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
+
+
+def _publish(result: Any, *, data: str, wide: bool, json_out: str | None, html_out: str | None) -> None:
+    """What was skipped or degraded on stderr, the tables on stdout, and the JSON and HTML files."""
+    from contextwright.eval.report import render_table, to_json, write_html
+
+    for name, reason in result.skipped.items():
+        err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
+    for name, note in result.notes.items():
+        err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
+    print_uncut(render_table(result, wide=wide))
+    if result.reader is not None:
+        from contextwright.eval.report import render_reader_table
+
+        print_uncut(render_reader_table(result.reader, wide=wide))
+    meta = {"data": data}
+    if json_out:
+        to_json(result, json_out, meta=meta)
+        err.print(f"wrote {json_out}", highlight=False)
+    if html_out:
+        write_html(result, html_out, meta=meta)
+        err.print(f"wrote {html_out}", highlight=False)
+
+
+def _retention(queries: Any, strategies: list[str], budgets: list[int], options: dict[str, Any]) -> Any:
+    """:func:`contextwright.eval.evaluate` with a progress bar on a terminal (nothing when piped)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from contextwright.eval import evaluate
+
+    with Progress(
+        TextColumn("eval"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("queries"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,  # a bar on a terminal; nothing extra when piped
+    ) as bar:
+        task = bar.add_task("eval", total=len(queries))
+        result = evaluate(
+            queries,
+            strategies,
+            budgets,
+            **options,
+            progress=lambda done, total: bar.update(task, completed=done),
+        )
+    return result
