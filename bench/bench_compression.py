@@ -73,7 +73,8 @@ def analysis(rows: list[dict[str, Any]], budgets: list[int]) -> None:
     from contextwright.core.sentences import split_sentences
     from contextwright.render.format import get_format
     from contextwright.render.meter import Meter
-    from contextwright.stages.compress import BM25, ExtractiveCompress, terms
+    from contextwright.stages.compress import BM25, ExtractiveCompress
+    from contextwright.stages.words import terms
 
     meter = Meter(get_format("xml"), get_tokenizer("cl100k_base"))
     length_norm = ExtractiveCompress().length_norm  # score sentences as the stage does

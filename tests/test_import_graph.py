@@ -54,22 +54,22 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: (tests/test_public_paths.py checks what each still offers).
 COMPAT = frozenset(
     {
-        "contextwright.assembly.assembler",
-        "contextwright.tokens.zones",
-        "contextwright.assembly.presets",
-        "contextwright.batch.corpus_dedup",
-        "contextwright.clients.embed",
-        "contextwright.core.errors",
-        "contextwright.render.inspector",
-        "contextwright.inputs.readers",
-        "contextwright.core.limits",
-        "contextwright.clients.chat",
+        "contextwright.assembler",
+        "contextwright.budget",
+        "contextwright.config",
+        "contextwright.corpus_dedup",
+        "contextwright.embed",
+        "contextwright.errors",
+        "contextwright.eval.priors",
+        "contextwright.inspector",
+        "contextwright.io",
+        "contextwright.limits",
+        "contextwright.llm",
         "contextwright.pipeline",
-        "contextwright.clients.rerank",
-        "contextwright.core.sentences",
-        "contextwright.model.spans",
+        "contextwright.rerank",
+        "contextwright.sentences",
+        "contextwright.spans",
         "contextwright.types",
-        "contextwright.stages.priors",
     }
 )
 
@@ -161,7 +161,7 @@ def _layer(module: str) -> int | None:
 
 def test_the_graph_sees_real_edges() -> None:
     graph = _graph()
-    assert "contextwright.clients.chat" in graph["contextwright.stages.compress"]
+    assert "contextwright.clients.chat" in graph["contextwright.stages.llm_compress"]
     assert "contextwright.core.errors" in graph["contextwright.clients.chat"]
 
 

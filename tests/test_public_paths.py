@@ -30,7 +30,7 @@ PATHS: dict[str, tuple[str, ...]] = {
         "StageResult",
         "chunks_from_dicts",
     ),
-    "contextwright.core.errors": (
+    "contextwright.errors": (
         "AssemblyCancelled",
         "BudgetError",
         "HistoryBudgetError",
@@ -45,8 +45,8 @@ PATHS: dict[str, tuple[str, ...]] = {
         "did_you_mean",
         "missing_extra",
     ),
-    "contextwright.tokens.zones": ("ModelSpec", "ZoneBudget", "get_model", "list_models", "register_model"),
-    "contextwright.core.limits": (
+    "contextwright.budget": ("ModelSpec", "ZoneBudget", "get_model", "list_models", "register_model"),
+    "contextwright.limits": (
         "DEFAULT_BOUND",
         "MAX_BUDGET_TOKENS",
         "Bound",
@@ -58,10 +58,10 @@ PATHS: dict[str, tuple[str, ...]] = {
         "numeric_settings",
         "stage_work",
     ),
-    "contextwright.core.sentences": ("sentences", "split_sentences"),
-    "contextwright.model.spans": ("Span", "compose", "join_pieces", "pieces_of"),
-    "contextwright.clients.chat": ("ChatClient", "ChatReply", "check_client_settings"),
-    "contextwright.clients.embed": (
+    "contextwright.sentences": ("sentences", "split_sentences"),
+    "contextwright.spans": ("Span", "compose", "join_pieces", "pieces_of"),
+    "contextwright.llm": ("ChatClient", "ChatReply", "check_client_settings"),
+    "contextwright.embed": (
         "CallableEmbedder",
         "Embedder",
         "EmbeddingCache",
@@ -69,20 +69,20 @@ PATHS: dict[str, tuple[str, ...]] = {
         "SentenceTransformerEmbedder",
         "normalize_rows",
     ),
-    "contextwright.clients.rerank": ("CrossEncoderReranker", "Reranker"),
-    "contextwright.inputs.readers": ("QueryItem", "Record", "batched", "read_items", "read_records"),
+    "contextwright.rerank": ("CrossEncoderReranker", "Reranker"),
+    "contextwright.io": ("QueryItem", "Record", "batched", "read_items", "read_records"),
     "contextwright.pipeline": ("Pipeline", "Plan", "cancel_on"),
-    "contextwright.assembly.assembler": ("Assembler", "aassemble", "assemble"),
-    "contextwright.assembly.presets": (
+    "contextwright.assembler": ("Assembler", "aassemble", "assemble"),
+    "contextwright.config": (
         "get_preset",
         "list_presets",
         "pipeline_from_config",
         "pipeline_to_config",
         "register_preset",
     ),
-    "contextwright.render.inspector": ("block_rows", "input_rows", "inspection", "render_page"),
-    "contextwright.batch.corpus_dedup": ("CorpusDedupResult", "NearPair", "near_duplicate_pairs"),
-    "contextwright.stages.priors": ("LIU_2024", "PositionalPrior", "load_prior"),
+    "contextwright.inspector": ("block_rows", "input_rows", "inspection", "render_page"),
+    "contextwright.corpus_dedup": ("CorpusDedupResult", "NearPair", "near_duplicate_pairs"),
+    "contextwright.eval.priors": ("LIU_2024", "PositionalPrior", "load_prior"),
     # packages that kept their path: the names docs, README and users import from them
     "contextwright.tokens": (
         "CachedTokenizer",
@@ -112,7 +112,7 @@ PATHS: dict[str, tuple[str, ...]] = {
         "position_sweep",
     ),
     "contextwright.stages.order": ("PriorOrder",),
-    "contextwright.stages.expand": ("Expand",),
+    "contextwright.stages.expand": ("ExpandNeighbors",),
 }
 
 

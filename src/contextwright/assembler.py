@@ -1,37 +1,7 @@
-"""Compatibility path: the code lives in ``contextwright.assembly.assembler``."""
+"""Compatibility path: the code lives in ``contextwright.assembly.assembler`` (docs/architecture.md)."""
 
-from contextwright.assembly.assembler import (
-    _ASSEMBLE_ARGS,
-    _ASSEMBLER_ARGS,
-    _ASSEMBLER_OPTIONS,
-    DEFAULT_BUFFER,
-    MAX_SESSIONS,
-    Assembler,
-    _annotate,
-    _block_keys,
-    _check_resources,
-    _from_any,
-    _override,
-    _stable_prefix,
-    _with_fusion,
-    aassemble,
-    assemble,
-)
+from __future__ import annotations
 
-__all__ = [
-    "Assembler",
-    "DEFAULT_BUFFER",
-    "MAX_SESSIONS",
-    "_ASSEMBLER_ARGS",
-    "_ASSEMBLER_OPTIONS",
-    "_ASSEMBLE_ARGS",
-    "_annotate",
-    "_block_keys",
-    "_check_resources",
-    "_from_any",
-    "_override",
-    "_stable_prefix",
-    "_with_fusion",
-    "aassemble",
-    "assemble",
-]
+from contextwright.assembly.assembler import Assembler as Assembler
+from contextwright.assembly.assembler import aassemble as aassemble
+from contextwright.assembly.assembler import assemble as assemble

@@ -1,33 +1,9 @@
-"""Compatibility path: the code lives in ``contextwright.tokens.zones``."""
+"""Compatibility path: the code lives in ``contextwright.tokens.zones`` (docs/architecture.md)."""
 
-from contextwright.tokens.zones import (
-    _APPROX,
-    _BUILTIN,
-    _LLAMA3,
-    _LOCK,
-    _MODELS,
-    _SNAPSHOT,
-    ModelSpec,
-    ZoneBudget,
-    _canonical,
-    _m,
-    get_model,
-    list_models,
-    register_model,
-)
+from __future__ import annotations
 
-__all__ = [
-    "ModelSpec",
-    "ZoneBudget",
-    "_APPROX",
-    "_BUILTIN",
-    "_LLAMA3",
-    "_LOCK",
-    "_MODELS",
-    "_SNAPSHOT",
-    "_canonical",
-    "_m",
-    "get_model",
-    "list_models",
-    "register_model",
-]
+from contextwright.tokens.zones import ModelSpec as ModelSpec
+from contextwright.tokens.zones import ZoneBudget as ZoneBudget
+from contextwright.tokens.zones import get_model as get_model
+from contextwright.tokens.zones import list_models as list_models
+from contextwright.tokens.zones import register_model as register_model

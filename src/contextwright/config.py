@@ -1,27 +1,9 @@
-"""Compatibility path: the code lives in ``contextwright.assembly.presets``."""
+"""Compatibility path: the code lives in ``contextwright.assembly.presets`` (docs/architecture.md)."""
 
-from contextwright.assembly.presets import (
-    _LOCK,
-    _PRESETS,
-    CONFIG_KEYS,
-    _frugal,
-    get_preset,
-    list_presets,
-    load_config_file,
-    pipeline_from_config,
-    pipeline_to_config,
-    register_preset,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CONFIG_KEYS",
-    "_LOCK",
-    "_PRESETS",
-    "_frugal",
-    "get_preset",
-    "list_presets",
-    "load_config_file",
-    "pipeline_from_config",
-    "pipeline_to_config",
-    "register_preset",
-]
+from contextwright.assembly.presets import get_preset as get_preset
+from contextwright.assembly.presets import list_presets as list_presets
+from contextwright.assembly.presets import pipeline_from_config as pipeline_from_config
+from contextwright.assembly.presets import pipeline_to_config as pipeline_to_config
+from contextwright.assembly.presets import register_preset as register_preset

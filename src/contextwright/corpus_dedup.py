@@ -1,27 +1,7 @@
-"""Compatibility path: the code lives in ``contextwright.batch.corpus_dedup``."""
+"""Compatibility path: the code lives in ``contextwright.batch.corpus_dedup`` (docs/architecture.md)."""
 
-from contextwright.batch.corpus_dedup import (
-    _ALL_PAIRS_UP_TO,
-    CorpusDedupResult,
-    NearPair,
-    _band_keys,
-    _candidates,
-    _check,
-    _ordered,
-    _signatures,
-    iter_texts,
-    near_duplicate_pairs,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CorpusDedupResult",
-    "NearPair",
-    "_ALL_PAIRS_UP_TO",
-    "_band_keys",
-    "_candidates",
-    "_check",
-    "_ordered",
-    "_signatures",
-    "iter_texts",
-    "near_duplicate_pairs",
-]
+from contextwright.batch.corpus_dedup import CorpusDedupResult as CorpusDedupResult
+from contextwright.batch.corpus_dedup import NearPair as NearPair
+from contextwright.batch.corpus_dedup import near_duplicate_pairs as near_duplicate_pairs

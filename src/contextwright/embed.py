@@ -1,29 +1,10 @@
-"""Compatibility path: the code lives in ``contextwright.clients.embed``."""
+"""Compatibility path: the code lives in ``contextwright.clients.embed`` (docs/architecture.md)."""
 
-from contextwright.clients.embed import (
-    DEFAULT_CACHE_SIZE,
-    CallableEmbedder,
-    Embedder,
-    EmbeddingCache,
-    LazyModel,
-    SentenceTransformerEmbedder,
-    _CachedEmbedder,
-    _key,
-    _np,
-    logger,
-    normalize_rows,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CallableEmbedder",
-    "DEFAULT_CACHE_SIZE",
-    "Embedder",
-    "EmbeddingCache",
-    "LazyModel",
-    "SentenceTransformerEmbedder",
-    "_CachedEmbedder",
-    "_key",
-    "_np",
-    "logger",
-    "normalize_rows",
-]
+from contextwright.clients.embed import CallableEmbedder as CallableEmbedder
+from contextwright.clients.embed import Embedder as Embedder
+from contextwright.clients.embed import EmbeddingCache as EmbeddingCache
+from contextwright.clients.embed import LazyModel as LazyModel
+from contextwright.clients.embed import SentenceTransformerEmbedder as SentenceTransformerEmbedder
+from contextwright.clients.embed import normalize_rows as normalize_rows

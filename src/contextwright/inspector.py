@@ -1,27 +1,8 @@
-"""Compatibility path: the code lives in ``contextwright.render.inspector``."""
+"""Compatibility path: the code lives in ``contextwright.assembly.inspector`` (docs/architecture.md)."""
 
-from contextwright.render.inspector import (
-    _CSS,
-    _EXAMPLE,
-    _FORM,
-    _JS,
-    _PAGE,
-    _embed,
-    block_rows,
-    input_rows,
-    inspection,
-    render_page,
-)
+from __future__ import annotations
 
-__all__ = [
-    "_CSS",
-    "_EXAMPLE",
-    "_FORM",
-    "_JS",
-    "_PAGE",
-    "_embed",
-    "block_rows",
-    "input_rows",
-    "inspection",
-    "render_page",
-]
+from contextwright.assembly.inspector import block_rows as block_rows
+from contextwright.assembly.inspector import input_rows as input_rows
+from contextwright.assembly.inspector import inspection as inspection
+from contextwright.assembly.inspector import render_page as render_page

@@ -1,69 +1,9 @@
-"""Compatibility path: the code lives in ``contextwright.inputs.readers``."""
+"""Compatibility path: the code lives in ``contextwright.inputs.readers`` (docs/architecture.md)."""
 
-from contextwright.inputs.readers import (
-    _FOUND,
-    _NEEDS,
-    _ONE,
-    _RAW,
-    Bad,
-    Need,
-    QueryItem,
-    Record,
-    _cap,
-    _Caps,
-    _checked_shape,
-    _decode,
-    _first_char,
-    _item,
-    _json_type,
-    _label,
-    _lines,
-    _named_lists,
-    _open,
-    _parquet,
-    _preview,
-    _records_of,
-    _shape_of,
-    _strip_nulls,
-    _tell,
-    _Unreadable,
-    _whole,
-    _WrongFile,
-    batched,
-    read_items,
-    read_records,
-)
+from __future__ import annotations
 
-__all__ = [
-    "Bad",
-    "Need",
-    "QueryItem",
-    "Record",
-    "_Caps",
-    "_FOUND",
-    "_NEEDS",
-    "_ONE",
-    "_RAW",
-    "_Unreadable",
-    "_WrongFile",
-    "_cap",
-    "_checked_shape",
-    "_decode",
-    "_first_char",
-    "_item",
-    "_json_type",
-    "_label",
-    "_lines",
-    "_named_lists",
-    "_open",
-    "_parquet",
-    "_preview",
-    "_records_of",
-    "_shape_of",
-    "_strip_nulls",
-    "_tell",
-    "_whole",
-    "batched",
-    "read_items",
-    "read_records",
-]
+from contextwright.inputs.readers import QueryItem as QueryItem
+from contextwright.inputs.readers import Record as Record
+from contextwright.inputs.readers import batched as batched
+from contextwright.inputs.readers import read_items as read_items
+from contextwright.inputs.readers import read_records as read_records

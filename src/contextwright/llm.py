@@ -1,27 +1,7 @@
-"""Compatibility path: the code lives in ``contextwright.clients.chat``."""
+"""Compatibility path: the code lives in ``contextwright.clients.chat`` (docs/architecture.md)."""
 
-from contextwright.clients.chat import (
-    _HINTS,
-    _RETRY_STATUS,
-    ChatClient,
-    ChatReply,
-    _Deadline,
-    _int_or_none,
-    _reply,
-    _retry_after,
-    check_client_settings,
-    logger,
-)
+from __future__ import annotations
 
-__all__ = [
-    "ChatClient",
-    "ChatReply",
-    "_Deadline",
-    "_HINTS",
-    "_RETRY_STATUS",
-    "_int_or_none",
-    "_reply",
-    "_retry_after",
-    "check_client_settings",
-    "logger",
-]
+from contextwright.clients.chat import ChatClient as ChatClient
+from contextwright.clients.chat import ChatReply as ChatReply
+from contextwright.clients.chat import check_client_settings as check_client_settings

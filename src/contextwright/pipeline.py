@@ -1,43 +1,7 @@
-"""Compatibility path: the code lives in ``contextwright.assembly.pipeline``, ``contextwright.assembly.loop``."""
+"""Compatibility path: the code lives in ``contextwright.assembly.loop``, ``contextwright.assembly.pipeline`` (docs/architecture.md)."""
 
-from contextwright.assembly.loop import (
-    StageLoop,
-    _cancel,
-    attributes,
-    cancel_on,
-    check_cancelled,
-    measured,
-    needs_of,
-    trace,
-)
-from contextwright.assembly.pipeline import (
-    _BUDGET_REASONS,
-    _MAX_BODIES,
-    ZERO_BUDGET_NOTE,
-    Pipeline,
-    Plan,
-    _inputs,
-    _report_empty,
-    logger,
-    zero_budget_notes,
-)
+from __future__ import annotations
 
-__all__ = [
-    "Pipeline",
-    "Plan",
-    "StageLoop",
-    "ZERO_BUDGET_NOTE",
-    "_BUDGET_REASONS",
-    "_MAX_BODIES",
-    "_cancel",
-    "_inputs",
-    "_report_empty",
-    "attributes",
-    "cancel_on",
-    "check_cancelled",
-    "logger",
-    "measured",
-    "needs_of",
-    "trace",
-    "zero_budget_notes",
-]
+from contextwright.assembly.loop import cancel_on as cancel_on
+from contextwright.assembly.pipeline import Pipeline as Pipeline
+from contextwright.assembly.pipeline import Plan as Plan

@@ -1,5 +1,6 @@
-"""Compatibility path: the code lives in ``contextwright.clients.rerank``."""
+"""Compatibility path: the code lives in ``contextwright.clients.rerank`` (docs/architecture.md)."""
 
-from contextwright.clients.rerank import CrossEncoderReranker, Reranker, logger
+from __future__ import annotations
 
-__all__ = ["CrossEncoderReranker", "Reranker", "logger"]
+from contextwright.clients.rerank import CrossEncoderReranker as CrossEncoderReranker
+from contextwright.clients.rerank import Reranker as Reranker

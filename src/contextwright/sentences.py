@@ -1,35 +1,6 @@
-"""Compatibility path: the code lives in ``contextwright.core.sentences``."""
+"""Compatibility path: the code lives in ``contextwright.core.sentences`` (docs/architecture.md)."""
 
-from contextwright.core.sentences import (
-    _ACRONYM,
-    _BEFORE_NUMBER,
-    _BREAK,
-    _CANDIDATE,
-    _MAYBE_END,
-    _NAME,
-    _NEVER_END,
-    _OPENERS,
-    _TOKEN_BEFORE,
-    _is_end,
-    _starts_name,
-    _words,
-    sentences,
-    split_sentences,
-)
+from __future__ import annotations
 
-__all__ = [
-    "_ACRONYM",
-    "_BEFORE_NUMBER",
-    "_BREAK",
-    "_CANDIDATE",
-    "_MAYBE_END",
-    "_NAME",
-    "_NEVER_END",
-    "_OPENERS",
-    "_TOKEN_BEFORE",
-    "_is_end",
-    "_starts_name",
-    "_words",
-    "sentences",
-    "split_sentences",
-]
+from contextwright.core.sentences import sentences as sentences
+from contextwright.core.sentences import split_sentences as split_sentences

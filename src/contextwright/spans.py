@@ -1,5 +1,8 @@
-"""Compatibility path: the code lives in ``contextwright.model.spans``."""
+"""Compatibility path: the code lives in ``contextwright.model.spans`` (docs/architecture.md)."""
 
-from contextwright.model.spans import Span, _trimmed, compose, join_pieces, pieces_of
+from __future__ import annotations
 
-__all__ = ["Span", "_trimmed", "compose", "join_pieces", "pieces_of"]
+from contextwright.model.spans import Span as Span
+from contextwright.model.spans import compose as compose
+from contextwright.model.spans import join_pieces as join_pieces
+from contextwright.model.spans import pieces_of as pieces_of

@@ -1,114 +1,14 @@
-"""Compatibility path: the code lives in ``contextwright.model.chunk``, ``contextwright.model.fields``, ``contextwright.model.report``, ``contextwright.model.convert``, ``contextwright.model.zones``, ``contextwright.render.context``."""
+"""Compatibility path: the code lives in ``contextwright.model.chunk``, ``contextwright.model.convert``, ``contextwright.model.report``, ``contextwright.render.context`` (docs/architecture.md)."""
 
-from contextwright.model.chunk import (
-    _CHUNK_FIELD_SET,
-    _CHUNK_FIELDS,
-    Chunk,
-    Origin,
-    _check_chunk,
-    _chunk_values,
-    _empty_text,
-    _from_plain,
-    _given_id,
-    _set,
-    content_id,
-)
-from contextwright.model.convert import chunks_from_dicts
-from contextwright.model.fields import (
-    _EMPTY,
-    _FIELD_OF,
-    _INT_FIELDS,
-    _KNOWN_KEYS,
-    _MAX_DEPTH,
-    _SCALARS,
-    _SLOW_KEYS,
-    _STR_FIELDS,
-    FIELD_ALIASES,
-    _bad_path,
-    _collect,
-    _fast_plan,
-    _FastPlan,
-    _number,
-    _opt_int,
-    _opt_str,
-    _plan,
-    _provenance,
-    _provenance_dicts,
-    _short,
-    _utf8_ok,
-    _value_at,
-    check_tree,
-    plain_extras,
-    plain_values,
-    read_embedding,
-    read_metadata,
-    read_nested,
-    read_origin,
-    read_rank,
-    read_score,
-    read_text,
-)
-from contextwright.model.fields import FIELD_ALIASES as _ALIASES
-from contextwright.model.report import Change, Drop, DropReason, Report, StageReport, StageResult
-from contextwright.model.zones import HistoryResult, Message, ToolsResult
-from contextwright.render.context import AssembledContext, Citation, _prefix_chars
+from __future__ import annotations
 
-__all__ = [
-    "AssembledContext",
-    "Change",
-    "Chunk",
-    "Citation",
-    "Drop",
-    "DropReason",
-    "FIELD_ALIASES",
-    "HistoryResult",
-    "Message",
-    "Origin",
-    "Report",
-    "StageReport",
-    "StageResult",
-    "ToolsResult",
-    "_ALIASES",
-    "_CHUNK_FIELDS",
-    "_CHUNK_FIELD_SET",
-    "_EMPTY",
-    "_FIELD_OF",
-    "_FastPlan",
-    "_INT_FIELDS",
-    "_KNOWN_KEYS",
-    "_MAX_DEPTH",
-    "_SCALARS",
-    "_SLOW_KEYS",
-    "_STR_FIELDS",
-    "_bad_path",
-    "_check_chunk",
-    "_chunk_values",
-    "_collect",
-    "_empty_text",
-    "_fast_plan",
-    "_from_plain",
-    "_given_id",
-    "_number",
-    "_opt_int",
-    "_opt_str",
-    "_plan",
-    "_prefix_chars",
-    "_provenance",
-    "_provenance_dicts",
-    "_set",
-    "_short",
-    "_utf8_ok",
-    "_value_at",
-    "check_tree",
-    "chunks_from_dicts",
-    "content_id",
-    "plain_extras",
-    "plain_values",
-    "read_embedding",
-    "read_metadata",
-    "read_nested",
-    "read_origin",
-    "read_rank",
-    "read_score",
-    "read_text",
-]
+from contextwright.model.chunk import Chunk as Chunk
+from contextwright.model.convert import chunks_from_dicts as chunks_from_dicts
+from contextwright.model.report import Change as Change
+from contextwright.model.report import Drop as Drop
+from contextwright.model.report import DropReason as DropReason
+from contextwright.model.report import Report as Report
+from contextwright.model.report import StageReport as StageReport
+from contextwright.model.report import StageResult as StageResult
+from contextwright.render.context import AssembledContext as AssembledContext
+from contextwright.render.context import Citation as Citation

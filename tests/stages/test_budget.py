@@ -321,7 +321,7 @@ def test_query_term_idf_over_joined_chunks_equals_a_test_per_chunk_and_term(dev_
     import math
 
     from contextwright.stages.budget import _Relevance
-    from contextwright.stages.compress import terms
+    from contextwright.stages.words import terms
 
     def starts_a_word(low: str, term: str) -> bool:
         at = low.find(term)

@@ -15,7 +15,8 @@ from contextwright.model.chunk import Chunk
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.base import stage_from_dict, stage_to_dict
-from contextwright.stages.compress import BM25, ExtractiveCompress, overflow_plan, terms
+from contextwright.stages.compress import BM25, ExtractiveCompress, overflow_plan
+from contextwright.stages.words import terms
 
 QUERY = "When was the Eiffel Tower completed?"
 

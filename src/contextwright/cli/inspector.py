@@ -46,9 +46,9 @@ def inspect_cmd(
     db: DbOpt = None,
 ) -> None:
     """Write a self-contained HTML page showing how one context was assembled."""
+    from contextwright.assembly.inspector import inspection, render_page
     from contextwright.core.errors import ContextwrightError
     from contextwright.inputs.readers import read_items
-    from contextwright.render.inspector import inspection, render_page
 
     try:
         assembler = build_assembler(

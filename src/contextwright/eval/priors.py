@@ -1,11 +1,7 @@
-"""Compatibility path: the code lives in ``contextwright.stages.priors``."""
+"""Compatibility path: the code lives in ``contextwright.stages.priors`` (docs/architecture.md)."""
 
-from contextwright.stages.priors import (
-    LIU_2024,
-    PositionalPrior,
-    _from_positions,
-    load_prior,
-    prior_from_mapping,
-)
+from __future__ import annotations
 
-__all__ = ["LIU_2024", "PositionalPrior", "_from_positions", "load_prior", "prior_from_mapping"]
+from contextwright.stages.priors import LIU_2024 as LIU_2024
+from contextwright.stages.priors import PositionalPrior as PositionalPrior
+from contextwright.stages.priors import load_prior as load_prior

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.eval.data import EvalQuery
 from contextwright.eval.metrics import (
     chunk_retention,
@@ -36,9 +36,9 @@ from contextwright.eval.metrics import (
     percentile,
     redundancy,
 )
-from contextwright.eval.priors import PositionalPrior, load_prior
 from contextwright.eval.reader import ReaderResult
 from contextwright.eval.strategies import Strategy, StrategyOutput, build_strategy, default_strategies
+from contextwright.stages.priors import PositionalPrior, load_prior
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
 __all__ = [
@@ -141,7 +141,7 @@ def score_output(
         output: What the strategy produced.
         budget: The budget it was given.
         tokenizer: The tokenizer that defines the budget; the text is counted again with it.
-        prior: The positional prior (default :data:`~contextwright.eval.priors.LIU_2024`).
+        prior: The positional prior (default :data:`~contextwright.stages.priors.LIU_2024`).
         strategy: The strategy's name, copied into the result.
         latency_ms: The measured wall time, copied into the result.
     """

@@ -16,8 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from contextwright.core.errors import InputError
-from contextwright.core.text import check_text
-from contextwright.render.escape import visible
+from contextwright.core.text import check_text, visible
 
 if TYPE_CHECKING:
     pass

@@ -13,9 +13,9 @@ import string
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import Format, join_pieces
 from contextwright.tokens import CachedTokenizer
-from contextwright.types import Chunk
 
 __all__ = ["Meter"]
 

@@ -80,7 +80,7 @@ def build_default_assembler(cfg: ServiceConfig, models: RequestModels, assembler
 
 def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metrics) -> bytes:
     """Run one ``/v1/assemble`` request (in a pool thread) and encode its response."""
-    from contextwright.render.inspector import block_rows, input_rows
+    from contextwright.assembly.inspector import block_rows, input_rows
 
     options = options_of(req, cfg)
     budget = request_budget(req, cfg, options)
@@ -361,8 +361,8 @@ def add_probe_routes(app: "FastAPI", assemblers: Assemblers, metrics: Metrics, l
 
 def add_inspector_route(app: "FastAPI", cfg: ServiceConfig) -> None:
     """``GET /``: the interactive assembly inspector, offering the server's presets and defaults."""
+    from contextwright.assembly.inspector import render_page
     from contextwright.assembly.presets import list_presets
-    from contextwright.render.inspector import render_page
 
     page_options = {
         "presets": list(list_presets()),
