@@ -201,14 +201,14 @@ def test_inspect_on_a_query_file_says_which_query_it_took(tmp_path: Path) -> Non
 
 
 def test_progress_ends_with_the_full_count_and_a_total(tmp_path: Path) -> None:
-    from .test_cli_newcomer import _run_with_tty_stderr
+    from ._pty import with_tty_stderr
 
     queries = tmp_path / "q.jsonl"
     queries.write_text(
         "".join(json.dumps({"id": f"q{i}", "question": "who?", "chunks": CHUNKS}) + "\n" for i in range(7)),
         encoding="utf-8",
     )
-    stdout, tty = _run_with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
+    stdout, tty = with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
     assert len(stdout.decode().splitlines()) == 7
     shown = tty.decode(errors="replace")
     assert "assembled 7 queries in " in shown and " s" in shown.split("assembled 7 queries in ")[-1]

@@ -283,3 +283,16 @@ def test_the_fast_path_puts_every_field_in_its_place() -> None:
     for data in (full, {"content": "x", "chunk_id": "c", "url": "u", "heading": "h", "page_number": 9}):
         fast, general = Chunk.from_dict(data), Chunk.from_dict(MappingProxyType(data))
         assert fast.to_dict() == general.to_dict() and fast.metadata == general.metadata
+
+
+def test_a_superscript_or_non_ascii_digit_index_is_an_input_error_not_a_crash() -> None:
+    """``"²".isdigit()`` is true but ``int("²")`` raises; found by the fast-path property (issue 25 run)."""
+    import pytest
+
+    from contextwright.core.errors import InputError
+    from contextwright.model.chunk import Chunk
+
+    for bad in ("²", "٣", "-¹"):
+        with pytest.raises(InputError, match="index must be an integer"):
+            Chunk.from_dict({"text": "a passage", "index": bad})
+    assert Chunk.from_dict({"text": "a passage", "index": " 12 "}).index == 12

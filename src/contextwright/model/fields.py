@@ -244,8 +244,8 @@ def _opt_int(found: dict[str, tuple[int, str, Any]], name: str, where: str) -> i
         raise InputError(f"{where}.{hit[1]} must be an integer; got {value!r}.")
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and value.isascii():
+        return int(value)  # ASCII digits only: "²" and "٣" are digits to str.isdigit(), not to int()
     if not isinstance(value, int):
         raise InputError(
             f"{where}.{hit[1]} must be an integer; got {type(value).__name__} {_short(value)}. "
