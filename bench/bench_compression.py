@@ -70,10 +70,11 @@ def analysis(rows: list[dict[str, Any]], budgets: list[int]) -> None:
     * best of settings: see :func:`best_of_settings`.
     """
     from contextwright import Chunk, get_tokenizer
+    from contextwright.core.sentences import split_sentences
     from contextwright.render.format import get_format
     from contextwright.render.meter import Meter
-    from contextwright.sentences import split_sentences
-    from contextwright.stages.compress import BM25, ExtractiveCompress, terms
+    from contextwright.stages.compress import BM25, ExtractiveCompress
+    from contextwright.stages.words import terms
 
     meter = Meter(get_format("xml"), get_tokenizer("cl100k_base"))
     length_norm = ExtractiveCompress().length_norm  # score sentences as the stage does
@@ -183,7 +184,7 @@ def main() -> None:
     presets = args.presets.split(",")
     embedder = None
     if args.embedder:
-        from contextwright.embed import SentenceTransformerEmbedder
+        from contextwright.clients.embed import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(args.embedder)
         presets.append("tight+emb")

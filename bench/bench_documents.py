@@ -48,9 +48,11 @@ import tiktoken
 
 from _data import CORPUS, has_answer, load_dev, percentile
 from contextwright import Assembler, get_preset
-from contextwright.stages.dedup import NearDedup, SemanticDedup
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.stages.near import NearDedup
+from contextwright.stages.semantic import SemanticDedup
 from contextwright.stores import SQLiteStore
-from contextwright.types import Chunk, chunks_from_dicts
 
 BUDGETS = (500, 1000)
 DEDUP_STAGES = ("exact_dedup", "overlap_dedup", "near_dedup")
@@ -172,7 +174,7 @@ def near_scaling(corpus: list[dict[str, Any]]) -> None:
     except ImportError:
         print("   datasketch not installed: comparison skipped")
         return
-    from contextwright.stages.dedup import shingles
+    from contextwright.stages.shingles import shingles
 
     chunks = near_items(corpus, 10000)
 
@@ -206,7 +208,7 @@ def inject_copy(chunks: tuple[Chunk, ...]) -> tuple[Chunk, ...]:
 
 
 def semantic(queries: list[dict[str, Any]], model_dir: str) -> None:
-    from contextwright.embed import SentenceTransformerEmbedder
+    from contextwright.clients.embed import SentenceTransformerEmbedder
 
     print(f"4. semantic dedup (cosine 0.92, all-MiniLM-L6-v2) on {len(queries)} queries of 20 chunks")
     embedder = SentenceTransformerEmbedder(model_dir)

@@ -30,9 +30,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.expand import ExpandNeighbors
 from contextwright.stores import InMemoryStore, PostgresStore, SQLiteStore
-from contextwright.types import Chunk, chunks_from_dicts
 
 DATA = Path(
     os.environ.get("CONTEXTWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")

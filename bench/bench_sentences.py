@@ -1,6 +1,6 @@
 """Sentence splitters compared: accuracy on tricky cases, speed on the shared data.
 
-Compares :func:`contextwright.sentences.split_sentences` with ``pysbd`` and
+Compares :func:`contextwright.core.sentences.split_sentences` with ``pysbd`` and
 ``blingfire`` when they are installed (``pip install pysbd blingfire``).
 Accuracy is the share of fixture cases (``tests/fixtures/sentence_cases.json``)
 split exactly right; speed is the time to split every chunk text of the
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from contextwright.sentences import split_sentences
+from contextwright.core.sentences import split_sentences
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "fixtures" / "sentence_cases.json"

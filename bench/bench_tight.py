@@ -37,11 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import DEV
 from contextwright import Chunk, get_tokenizer
+from contextwright.core.sentences import split_sentences
 from contextwright.eval import DEFAULT_BUDGETS, EvalQuery, answer_in_text, load_queries
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
-from contextwright.sentences import split_sentences
-from contextwright.stages.compress import has_term, terms
+from contextwright.stages.words import has_term, terms
 
 
 def idf_weights(question: str, texts: Sequence[str]) -> dict[str, float]:

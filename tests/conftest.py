@@ -95,7 +95,7 @@ def minilm_dir() -> Path:
 def minilm_embedder(minilm_dir: Path) -> Any:
     """The real all-MiniLM-L6-v2 as a SentenceTransformerEmbedder, loaded once per session."""
     pytest.importorskip("sentence_transformers")
-    from contextwright.embed import SentenceTransformerEmbedder
+    from contextwright.clients.embed import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder(str(minilm_dir), batch_size=32)
     embedder.model  # load now, so no test pays for it alone  # noqa: B018

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler, assemble
-from contextwright.errors import BudgetError, ConfigError, TokenizerError
+from contextwright.core.errors import BudgetError, ConfigError, TokenizerError
 
 CHUNKS = [
     {"id": "a", "text": "Röntgen discovered X-rays in 1895.", "score": 0.9, "source": "a.md"},

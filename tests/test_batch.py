@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from contextwright.batch import BatchSettings, RowAssembler, assemble_many, read_rows, run_batch
 from contextwright.cli import app
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
 
 REPO = Path(__file__).resolve().parents[1]
 BAD_CHUNK = json.dumps({"id": "bad-1", "question": "x?", "chunks": [{"score": 1.0}]})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextwright.budget import ModelSpec, ZoneBudget, get_model, list_models, register_model
-from contextwright.errors import BudgetError, ConfigError
+from contextwright.core.errors import BudgetError, ConfigError
+from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model, list_models, register_model
 
 
 @pytest.mark.parametrize(

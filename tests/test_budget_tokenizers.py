@@ -107,7 +107,7 @@ def test_budget_is_exact_on_every_tokenizer_and_format(kind: str) -> None:
 
 
 def test_joining_starts_are_read_from_the_pre_tokenizer_pattern() -> None:
-    from contextwright.tokens import _joining_starts
+    from contextwright.tokens.openai import _joining_starts
 
     assert TiktokenTokenizer("o200k_base").joining_starts == {"/"}
     assert TiktokenTokenizer("cl100k_base").joining_starts == frozenset()

@@ -2,45 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from contextwright.cli import app
 
+from ._pty import on_a_terminal
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "chunks.json"
 runner = CliRunner()
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 SUMMARY = re.compile(r"\d+ → \d+ chunks · [\d,]+ → [\d,]+ tokens \(budget [\d,]+\)")
-
-
-def on_a_terminal(args: list[str], *, cwd: Path = REPO) -> str:
-    """Run the CLI with stdout and stderr on one pseudo-terminal (80 columns); what the user sees."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "80", "LINES": "50", "TERM": "xterm"}
-    code = "from contextwright.cli import main; main()"
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=slave, stderr=slave, cwd=cwd, env=env)
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    proc.wait(timeout=60)
-    os.close(master)
-    text = ANSI.sub("", seen.decode("utf-8", errors="replace")).replace("\r\n", "\n")
-    assert proc.returncode == 0, text
-    return text
 
 
 def test_the_summary_starts_its_own_line_after_the_context_on_a_terminal() -> None:

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import pty
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +12,7 @@ from typer.testing import CliRunner
 
 from contextwright.cli import app
 
+from ._pty import with_tty_stderr
 from .conftest import DEV_QUERIES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -196,34 +193,8 @@ def test_eval_prints_skip_reasons_and_strategy_names_as_written(tmp_path: Path) 
     assert "skipped mine[draft]: stage 'rerank' needs the resource 'reranker'" in out.stderr
 
 
-def _run_with_tty_stderr(args: list[str], cwd: Path) -> tuple[bytes, bytes]:
-    """Run the CLI with stderr on a pseudo-terminal and stdout on a pipe; return (stdout, tty bytes)."""
-    master, slave = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "80", "TERM": "xterm"}
-    code = "from contextwright.cli import main; main()"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=slave, cwd=cwd, env=env
-    )
-    os.close(slave)
-    tty = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        tty += chunk
-    stdout, _ = proc.communicate(timeout=60)
-    os.close(master)
-    assert proc.returncode == 0, tty.decode(errors="replace")
-    return stdout, tty
-
-
 def test_index_shows_a_progress_bar_on_a_tty_and_nothing_when_piped(tmp_path: Path) -> None:
-    _, tty = _run_with_tty_stderr(
-        ["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'a.db'}"], tmp_path
-    )
+    _, tty = with_tty_stderr(["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'a.db'}"], tmp_path)
     assert b"indexing" in tty
     piped = runner.invoke(app, ["index", str(CORPUS), "--store", f"sqlite:///{tmp_path / 'b.db'}"])
     assert piped.exit_code == 0 and piped.stderr == ""
@@ -236,7 +207,7 @@ def test_assemble_over_a_query_file_shows_progress_on_a_tty_only(tmp_path: Path)
         "".join(json.dumps({"id": f"q{i}", "question": "who?", "chunks": chunks}) + "\n" for i in range(3)),
         encoding="utf-8",
     )
-    stdout, tty = _run_with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
+    stdout, tty = with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
     assert b"assembled" in tty and b"queries" in tty
     assert len(stdout.decode().splitlines()) == 3  # stdout holds only the results
     piped = runner.invoke(app, ["assemble", str(queries), "--budget", "200", "--json"])

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.config import (
+from contextwright.assembly.presets import (
     get_preset,
     list_presets,
     pipeline_from_config,
     pipeline_to_config,
     register_preset,
 )
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOrder
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from contextwright.batch.corpus_dedup import near_duplicate_pairs
 from contextwright.cli import app
-from contextwright.corpus_dedup import near_duplicate_pairs
-from contextwright.errors import ConfigError
-from contextwright.stages.dedup import jaccard, shingles
+from contextwright.core.errors import ConfigError
+from contextwright.stages.shingles import jaccard, shingles
 
 pytest.importorskip("numpy")
 runner = CliRunner()

@@ -9,8 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from contextwright.embed import CallableEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder
-from contextwright.errors import ConfigError, MissingDependencyError
+from contextwright.clients.embed import (
+    CallableEmbedder,
+    Embedder,
+    EmbeddingCache,
+    SentenceTransformerEmbedder,
+)
+from contextwright.core.errors import ConfigError, MissingDependencyError
 
 
 def test_minilm_embeds_unit_vectors_and_ranks_a_paraphrase_above_an_unrelated_text(
@@ -91,7 +96,7 @@ def test_sentence_transformer_embedder_validates_its_settings() -> None:
 
 def test_importing_contextwright_loads_no_model_library() -> None:
     code = (
-        "import sys, contextwright, contextwright.embed\n"
+        "import sys, contextwright, contextwright.clients.embed\n"
         "from contextwright.stages.base import registered_stages\n"
         "registered_stages()\n"
         "print(sorted(m for m in ('numpy', 'torch', 'sentence_transformers') if m in sys.modules))"

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler, Chunk, assemble
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
 
 SURROGATE = "\ud800"
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler
-from contextwright.inspector import block_rows, inspection, render_page
+from contextwright.assembly.inspector import block_rows, inspection, render_page
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "artifacts"

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler, list_presets
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.render.context import AssembledContext
 from contextwright.render.parse import parse_blocks
-from contextwright.types import AssembledContext, chunks_from_dicts
 
 FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown", "lean"]
 BLOCK_PATTERNS = {

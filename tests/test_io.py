@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from contextwright.errors import InputError
-from contextwright.io import read_items
+from contextwright.core.errors import InputError
+from contextwright.inputs.readers import read_items
 
 
 def write(path: Path, text: str) -> Path:
@@ -69,7 +69,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_bad_keep_turns_unusable_lines_into_error_records(tmp_path: Path) -> None:
-    from contextwright.io import read_records
+    from contextwright.inputs.readers import read_records
 
     text = '{"question": "q", "chunks": []}\n{oops\n"a string"\n{"text": "a chunk"}\n\xff\n'
     path = tmp_path / "q.jsonl"
@@ -88,7 +88,7 @@ def test_parquet_is_read_with_its_nulls_dropped(tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    from contextwright.io import read_records
+    from contextwright.inputs.readers import read_records
 
     rows = [
         {"id": "1", "question": "q1", "chunks": [{"text": "a", "page": 3}]},

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from contextwright.cli import app
-from contextwright.errors import InputError
-from contextwright.io import read_records
+from contextwright.core.errors import InputError
+from contextwright.inputs.readers import read_records
 
 runner = CliRunner()
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler
-from contextwright.errors import ConfigError
-from contextwright.limits import DEFAULT_BOUND, bounds_table, numeric_settings, stage_work
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import DEFAULT_BOUND, bounds_table, numeric_settings, stage_work
 from contextwright.stages.base import registered_stages, stage_from_dict
 
 ABSURD = [10**12, -(10**12), 1e300, float("inf"), float("nan")]

@@ -23,15 +23,15 @@ import pytest
 pytest.importorskip("httpx")
 
 from contextwright import Assembler, Pipeline, get_tokenizer
-from contextwright.errors import ConfigError, LLMError
-from contextwright.llm import ChatClient
+from contextwright.clients.chat import ChatClient
+from contextwright.core.errors import ConfigError, LLMError
+from contextwright.model.chunk import Chunk
+from contextwright.model.spans import compose
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
-from contextwright.spans import compose
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.budget import TokenBudget
-from contextwright.stages.compress import LLMCompress, verify_extract
-from contextwright.types import Chunk
+from contextwright.stages.llm_compress import LLMCompress, verify_extract
 
 # A reply: (status, body) where body is a dict (sent as JSON) or raw str; optional delay in seconds.
 Reply = tuple[int, Any] | tuple[int, Any, float]

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from contextwright.errors import LLMError
-from contextwright.llm import ChatClient
+from contextwright.clients.chat import ChatClient
+from contextwright.core.errors import LLMError
 
 GOOD = json.dumps({"choices": [{"message": {"content": "Paris"}, "finish_reason": "stop"}]}).encode()
 
@@ -89,7 +89,7 @@ def test_a_huge_reply_is_refused_past_the_cap(server: str) -> None:
 def test_the_cap_is_a_setting_and_a_good_reply_passes(server: str) -> None:
     with _client(f"{server}/good/v1", max_reply_bytes=1_000) as client:
         assert client.chat([{"role": "user", "content": "q"}]).content == "Paris"
-    from contextwright.errors import ConfigError
+    from contextwright.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_reply_bytes"):
         _client(f"{server}/good/v1", max_reply_bytes=0)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from contextwright import Assembler, aassemble, assemble
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
 
 LISTS = {
     "bm25": [

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 import contextwright
 from contextwright import Assembler, Chunk, ConfigError, InputError, assemble
 from contextwright.cli import app
+from contextwright.model.report import StageReport, StageResult
 from contextwright.stages.base import register_stage
 from contextwright.stores import InMemoryStore
-from contextwright.types import StageReport, StageResult
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "chunks.json"

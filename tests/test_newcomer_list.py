@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from contextwright import Assembler
+from contextwright.assembly.pipeline import ZERO_BUDGET_NOTE
 from contextwright.cli import app
-from contextwright.pipeline import ZERO_BUDGET_NOTE
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "chunks.json"
@@ -93,7 +93,7 @@ def test_cli_errors_name_flags_not_python_arguments(tmp_path: Path) -> None:
 
 
 def test_the_hugging_face_tokenizer_message_has_no_double_full_stop() -> None:
-    from contextwright.errors import TokenizerError
+    from contextwright.core.errors import TokenizerError
     from contextwright.tokens import get_tokenizer
 
     with pytest.raises(TokenizerError) as info:
@@ -173,7 +173,7 @@ def test_the_non_utf8_error_says_how_to_fix_it(tmp_path: Path) -> None:
 
 
 def test_presets_keeps_citation_labels_in_descriptions() -> None:
-    from contextwright.config import list_presets
+    from contextwright.assembly.presets import list_presets
 
     out = runner.invoke(app, ["presets"], env={"COLUMNS": "250"})
     assert out.exit_code == 0, out.output
@@ -201,14 +201,14 @@ def test_inspect_on_a_query_file_says_which_query_it_took(tmp_path: Path) -> Non
 
 
 def test_progress_ends_with_the_full_count_and_a_total(tmp_path: Path) -> None:
-    from .test_cli_newcomer import _run_with_tty_stderr
+    from ._pty import with_tty_stderr
 
     queries = tmp_path / "q.jsonl"
     queries.write_text(
         "".join(json.dumps({"id": f"q{i}", "question": "who?", "chunks": CHUNKS}) + "\n" for i in range(7)),
         encoding="utf-8",
     )
-    stdout, tty = _run_with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
+    stdout, tty = with_tty_stderr(["assemble", str(queries), "--budget", "200", "--json"], tmp_path)
     assert len(stdout.decode().splitlines()) == 7
     shown = tty.decode(errors="replace")
     assert "assembled 7 queries in " in shown and " s" in shown.split("assembled 7 queries in ")[-1]

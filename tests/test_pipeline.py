@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 
 import pytest
 
-from contextwright.errors import ConfigError
-from contextwright.pipeline import Pipeline
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import StageResult
 from contextwright.render.format import TemplateFormat
 from contextwright.stages.budget import TokenBudget
 from contextwright.stages.dedup import ExactDedup
 from contextwright.stages.order import ScoreOrder
 from contextwright.tokens import get_tokenizer
-from contextwright.types import Chunk, StageResult
 
 TOK = get_tokenizer("cl100k_base")
 

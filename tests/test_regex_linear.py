@@ -18,20 +18,20 @@ from collections.abc import Callable
 
 import pytest
 
-from contextwright.budget import get_model
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.core.sentences import split_sentences
+from contextwright.core.text import check_text
 from contextwright.eval.metrics import answer_in_text, normalize_answer, normalize_answer_unicode
 from contextwright.render import escape
 from contextwright.render.cite import parse_citation_numbers, resolve_citations
 from contextwright.render.format import get_format
 from contextwright.render.parse import parse_blocks, parse_tool_outputs
 from contextwright.render.tools import fit_tools
-from contextwright.sentences import split_sentences
 from contextwright.service.problems import _union_tag, config_loc, input_loc
-from contextwright.stages import compress, dedup, order
+from contextwright.stages import dedup, llm_compress, order, shingles, words
 from contextwright.stages.budget import sentence_ends
-from contextwright.textcheck import check_text
 from contextwright.tokens import get_tokenizer
+from contextwright.tokens.zones import get_model
 
 N = 100_000
 BOUND_S = 0.5
@@ -144,11 +144,11 @@ CASES: list[tuple[str, Callable[[str], object], str | None]] = [
     ("parse.parse_tool_outputs", parse_tool_outputs, H26_RENDER),
     *((f"tools.fit_tools({f})", _fit_tools(f), H26_TOOLS) for f in ["xml", "markdown"]),
     ("dedup.normalize_text", dedup.normalize_text, None),
-    ("dedup.shingle_words", dedup.shingle_words, None),
+    ("shingles.shingle_words", shingles.shingle_words, None),
     ("dedup._original_cut", lambda t: dedup._original_cut(t, len(t) // 2), None),
-    ("compress.terms", compress.terms, None),
-    ("compress.has_term", lambda t: compress.has_term(t.lower(), "prize"), None),
-    ("compress.verify_extract", lambda t: compress.verify_extract(t, t), None),
+    ("words.terms", words.terms, None),
+    ("words.has_term", lambda t: words.has_term(t.lower(), "prize"), None),
+    ("llm_compress.verify_extract", lambda t: llm_compress.verify_extract(t, t), None),
     ("order._natural", order._natural, None),
     ("metrics.normalize_answer", normalize_answer, None),
     ("metrics.normalize_answer_unicode", normalize_answer_unicode, None),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contextwright.sentences import sentences, split_sentences
+from contextwright.core.sentences import sentences, split_sentences
 from contextwright.stages.budget import sentence_ends
 
 CASES = json.loads((Path(__file__).parent / "fixtures" / "sentence_cases.json").read_text())

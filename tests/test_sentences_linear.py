@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from contextwright.sentences import split_sentences
+from contextwright.core.sentences import split_sentences
 
 ADVERSARIAL = [
     "?" * 100_000,

@@ -22,7 +22,7 @@ httpx = pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from contextwright import Assembler  # noqa: E402
-from contextwright.errors import ConfigError  # noqa: E402
+from contextwright.core.errors import ConfigError  # noqa: E402
 from contextwright.service import ServiceConfig, create_app  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from contextwright.limits import numeric_settings  # noqa: E402
+from contextwright.core.limits import numeric_settings  # noqa: E402
 from contextwright.stages.base import registered_stages  # noqa: E402
 
 CHUNKS = [

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwright import Assembler, Chunk, Pipeline
-from contextwright.spans import compose, join_pieces, pieces_of
+from contextwright.model.spans import compose, join_pieces, pieces_of
 from contextwright.stages.budget import TokenBudget
 from contextwright.stages.compress import ExtractiveCompress
 from contextwright.stages.dedup import ExactDedup, OverlapDedup

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from contextwright.errors import ConfigError, InputError, MissingDependencyError, StoreError
+from contextwright.core.errors import ConfigError, InputError, MissingDependencyError, StoreError
+from contextwright.model.chunk import Chunk
 from contextwright.stores import (
     ChunkStore,
     InMemoryStore,
@@ -26,7 +27,6 @@ from contextwright.stores import (
     open_store,
     read_jsonl,
 )
-from contextwright.types import Chunk
 
 FIXTURE = Path(__file__).parent / "fixtures" / "small_corpus.jsonl"
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from contextwright.errors import InputError
-from contextwright.stores import InMemoryStore, PostgresStore, SQLiteStore, _plain_row, _read_rows
+from contextwright.core.errors import InputError
+from contextwright.stores import InMemoryStore, PostgresStore, SQLiteStore
+from contextwright.stores.rows import plain_row as _plain_row
+from contextwright.stores.rows import read_rows as _read_rows
 
 ROWS: list[dict[str, Any]] = [
     {"id": "d1:0", "doc_id": "d1", "index": 0, "text": "alpha one", "title": "D1", "score": 0.5},
@@ -76,3 +78,14 @@ def test_postgres_copy_load_equals_full_path(tmp_path: Path, pg_dsn: str) -> Non
             assert store.count() == 5
         finally:
             store.drop_table()
+
+
+def test_the_store_reads_gzip_by_content_not_by_name(tmp_path: Path) -> None:
+    """One input reader (inputs.readers): a gzip file without .gz loads, as any other input does."""
+    import gzip
+
+    path = tmp_path / "corpus.jsonl"  # gzip inside, no .gz in the name
+    path.write_bytes(gzip.compress(("\n".join(json.dumps(r) for r in ROWS[:2]) + "\n").encode()))
+    with SQLiteStore(tmp_path / "g.db") as store:
+        assert store.load_jsonl(path) == 2
+        assert store.count() == 2

@@ -57,7 +57,7 @@ def test_without_a_tracer_provider_no_span_is_started(dev_queries: list[dict[str
     pytest.importorskip("opentelemetry")
     from opentelemetry import trace
 
-    from contextwright import telemetry
+    from contextwright.core import telemetry
 
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)  # nothing configured
     with telemetry.span("x", a=1) as sp:
@@ -69,7 +69,7 @@ def test_without_a_tracer_provider_no_span_is_started(dev_queries: list[dict[str
 def test_without_opentelemetry_spans_are_no_ops(
     monkeypatch: pytest.MonkeyPatch, dev_queries: list[dict[str, Any]]
 ) -> None:
-    from contextwright import telemetry
+    from contextwright.core import telemetry
 
     telemetry._trace.cache_clear()
     monkeypatch.setitem(__import__("sys").modules, "opentelemetry", None)
@@ -80,3 +80,32 @@ def test_without_opentelemetry_spans_are_no_ops(
         assert ctx.tokens <= 300
     finally:
         telemetry._trace.cache_clear()
+
+
+def test_the_async_loop_opens_the_same_spans_as_the_sync_loop(dev_queries: list[dict[str, Any]]) -> None:
+    """Both loops call one step (assembly/loop.py); before it, aassemble opened no span per stage."""
+    pytest.importorskip("opentelemetry.sdk")
+    import asyncio
+    from unittest import mock
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    q = dev_queries[1]
+    names: dict[str, list[str]] = {}
+    for kind in ("sync", "async"):
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        assembler = Assembler("qa", budget=400)
+        with mock.patch.object(trace, "get_tracer_provider", return_value=provider):
+            if kind == "sync":
+                ctx = assembler.assemble(q["question"], q["chunks"])
+            else:
+                ctx = asyncio.run(assembler.aassemble(q["question"], q["chunks"]))
+        stage_spans = [s for s in exporter.get_finished_spans() if s.name.startswith("contextwright.stage.")]
+        names[kind] = sorted(s.name for s in stage_spans)
+        assert names[kind] == sorted(f"contextwright.stage.{r.stage}" for r in ctx.report.stages)
+    assert names["sync"] == names["async"]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.errors import ConfigError, TokenizerError
+from contextwright.core.errors import ConfigError, TokenizerError
 from contextwright.tokens import CachedTokenizer, CharTokenizer, HFTokenizer, TiktokenTokenizer, get_tokenizer
 
 
@@ -194,7 +194,7 @@ def test_encodings_not_available_locally_are_refused_without_network(
 
     import tiktoken.load
 
-    from contextwright.errors import TokenizerError
+    from contextwright.core.errors import TokenizerError
     from contextwright.tokens import TiktokenTokenizer
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from contextwright.errors import TokenizerError
+from contextwright.core.errors import TokenizerError
 from contextwright.tokens import (
     CachedTokenizer,
     CharTokenizer,
@@ -41,7 +41,7 @@ def test_a_text_larger_than_the_byte_bound_is_counted_and_not_kept() -> None:
 
 
 def test_byte_bound_is_validated() -> None:
-    from contextwright.errors import ConfigError
+    from contextwright.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_bytes"):
         CachedTokenizer(CharTokenizer(4.0), max_bytes=0)

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.errors import InputError
-from contextwright.types import Chunk, Drop, Report, StageReport, StageResult, chunks_from_dicts
+from contextwright.core.errors import InputError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.report import Drop, Report, StageReport, StageResult
 
 
 @pytest.mark.parametrize(
@@ -255,7 +257,7 @@ def test_the_fast_path_for_plain_dicts_gives_what_the_general_path_gives(items: 
 
 
 def test_the_fast_path_serves_the_dev_data(dev_queries: list) -> None:
-    from contextwright.types import _from_plain
+    from contextwright.model.chunk import _from_plain
 
     items = [c for q in dev_queries[:20] for c in q["chunks"]]
     assert all(_from_plain(c, i) is not None for i, c in enumerate(items))
@@ -281,3 +283,16 @@ def test_the_fast_path_puts_every_field_in_its_place() -> None:
     for data in (full, {"content": "x", "chunk_id": "c", "url": "u", "heading": "h", "page_number": 9}):
         fast, general = Chunk.from_dict(data), Chunk.from_dict(MappingProxyType(data))
         assert fast.to_dict() == general.to_dict() and fast.metadata == general.metadata
+
+
+def test_a_superscript_or_non_ascii_digit_index_is_an_input_error_not_a_crash() -> None:
+    """``"²".isdigit()`` is true but ``int("²")`` raises; found by the fast-path property (issue 25 run)."""
+    import pytest
+
+    from contextwright.core.errors import InputError
+    from contextwright.model.chunk import Chunk
+
+    for bad in ("²", "٣", "-¹"):
+        with pytest.raises(InputError, match="index must be an integer"):
+            Chunk.from_dict({"text": "a passage", "index": bad})
+    assert Chunk.from_dict({"text": "a passage", "index": " 12 "}).index == 12

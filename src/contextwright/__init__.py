@@ -10,16 +10,16 @@ to its source.
     >>> ctx.text, ctx.citations, ctx.report.summary()
 """
 
-from contextwright.assembler import Assembler, aassemble, assemble
-from contextwright.budget import ModelSpec, ZoneBudget, get_model, list_models, register_model
-from contextwright.config import (
+from contextwright.assembly.assembler import Assembler, aassemble, assemble
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.assembly.presets import (
     get_preset,
     list_presets,
     pipeline_from_config,
     pipeline_to_config,
     register_preset,
 )
-from contextwright.errors import (
+from contextwright.core.errors import (
     BudgetError,
     ConfigError,
     ContextwrightError,
@@ -28,24 +28,16 @@ from contextwright.errors import (
     MissingDependencyError,
     TokenizerError,
 )
-from contextwright.pipeline import Pipeline
+from contextwright.core.version import __version__
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, Report, StageReport, StageResult
 from contextwright.render.cite import CitationResolution, resolve_citations
+from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import get_format
 from contextwright.render.messages import PROMPTS
 from contextwright.stages.base import Stage, register_resource, register_stage
 from contextwright.tokens import Tokenizer, get_tokenizer, register_tokenizer
-from contextwright.types import (
-    AssembledContext,
-    Change,
-    Chunk,
-    Citation,
-    Drop,
-    Report,
-    StageReport,
-    StageResult,
-)
-
-__version__ = "0.1.0"
+from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model, list_models, register_model
 
 __all__ = [
     "AssembledContext",

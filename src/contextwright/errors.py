@@ -1,116 +1,17 @@
-"""The one exception hierarchy of contextwright.
-
-Every error raised on purpose by the library derives from
-:class:`ContextwrightError`, and each subclass also inherits the builtin that
-fits it, so ``except ValueError`` keeps working for callers who never heard of
-us::
-
-    ContextwrightError
-    ├── InputError(ValueError)        a chunk or request is malformed
-    ├── ConfigError(ValueError)       a stage, preset, model or option is invalid
-    ├── BudgetError(ValueError)       the zone arithmetic leaves no room for documents
-    │   └── HistoryBudgetError        the turns never dropped exceed the history zone
-    ├── TokenizerError(RuntimeError)  a tokenizer cannot be loaded (offline, missing file)
-    ├── StoreError(RuntimeError)      a chunk store failed or timed out
-    ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
-    ├── AssemblyCancelled(RuntimeError) stopped at a stage boundary (deadline passed)
-    ├── LLMError(RuntimeError)        a model endpoint failed or replied with no chat completion
-    └── MissingDependencyError(ImportError)  an optional extra is not installed
-
-Messages name the setting or field, show the value that was received, and say
-how to fix it.
-"""
+"""Compatibility path: the code lives in ``contextwright.core.errors`` (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-__all__ = [
-    "AssemblyCancelled",
-    "BudgetError",
-    "HistoryBudgetError",
-    "CompressionError",
-    "ConfigError",
-    "ContextwrightError",
-    "InputError",
-    "LLMError",
-    "MissingDependencyError",
-    "StoreError",
-    "TokenizerError",
-    "did_you_mean",
-    "missing_extra",
-]
-
-
-class ContextwrightError(Exception):
-    """Root of every error contextwright raises on purpose."""
-
-
-class InputError(ContextwrightError, ValueError):
-    """Input data (chunks, requests, files) is malformed."""
-
-
-class ConfigError(ContextwrightError, ValueError):
-    """A setting of a stage, preset, model or format is invalid."""
-
-
-class BudgetError(ContextwrightError, ValueError):
-    """The token budget for documents is zero or negative."""
-
-
-class HistoryBudgetError(BudgetError):
-    """The turns that are never dropped (system messages, the latest user turn) exceed the history zone."""
-
-
-class TokenizerError(ContextwrightError, RuntimeError):
-    """A tokenizer could not be loaded or used."""
-
-
-class StoreError(ContextwrightError, RuntimeError):
-    """A chunk store failed, timed out or was misconfigured."""
-
-
-class CompressionError(ContextwrightError, RuntimeError):
-    """A compressor failed; pipelines fall back to the original chunk."""
-
-
-class AssemblyCancelled(ContextwrightError, RuntimeError):
-    """An assembly was cancelled (its deadline passed) and stopped at a stage boundary."""
-
-
-class LLMError(ContextwrightError, RuntimeError):
-    """A model endpoint failed (after retries) or replied with something that is not a chat completion.
-
-    Attributes:
-        status: The HTTP status of the last response, ``None`` when none came
-            (connection refused, timeout).
-    """
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class MissingDependencyError(ContextwrightError, ImportError):
-    """An optional dependency (an extra) is not installed."""
-
-
-def missing_extra(module: str, extra: str) -> MissingDependencyError:
-    """Build the error for an optional import that failed.
-
-    Args:
-        module: The module that could not be imported.
-        extra: The contextwright extra that installs it.
-    """
-    return MissingDependencyError(
-        f"{module!r} is not installed; it comes with the {extra!r} extra: "
-        f"pip install 'contextwright[{extra}]'"
-    )
-
-
-def did_you_mean(name: str, valid: Iterable[str]) -> str:
-    """``" Did you mean 'format'?"`` for the valid name closest to ``name`` (difflib), or ``""`` when none is close."""
-    import difflib
-
-    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
+from contextwright.core.errors import AssemblyCancelled as AssemblyCancelled
+from contextwright.core.errors import BudgetError as BudgetError
+from contextwright.core.errors import CompressionError as CompressionError
+from contextwright.core.errors import ConfigError as ConfigError
+from contextwright.core.errors import ContextwrightError as ContextwrightError
+from contextwright.core.errors import HistoryBudgetError as HistoryBudgetError
+from contextwright.core.errors import InputError as InputError
+from contextwright.core.errors import LLMError as LLMError
+from contextwright.core.errors import MissingDependencyError as MissingDependencyError
+from contextwright.core.errors import StoreError as StoreError
+from contextwright.core.errors import TokenizerError as TokenizerError
+from contextwright.core.errors import did_you_mean as did_you_mean
+from contextwright.core.errors import missing_extra as missing_extra

@@ -19,7 +19,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from contextwright import ConfigError, InputError
 from contextwright.adapters.haystack import ContextwrightAssembler, from_documents, to_documents
-from contextwright.types import Chunk
+from contextwright.model.chunk import Chunk
 
 from .conftest import QUERY
 

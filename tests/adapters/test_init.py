@@ -56,7 +56,7 @@ def test_missing_framework_names_the_extra_to_install(module: str, blocked: str,
     # sys.modules[name] = None makes "import name" fail as if the package were not installed.
     code = (
         f"import sys; sys.modules[{blocked!r}] = None\n"
-        "from contextwright.errors import MissingDependencyError\n"
+        "from contextwright.core.errors import MissingDependencyError\n"
         f"try:\n    import {module}\nexcept MissingDependencyError as e:\n    print(e)\n"
     )
     out = subprocess.run(

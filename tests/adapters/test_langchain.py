@@ -26,7 +26,7 @@ from contextwright.adapters.langchain import (
     from_documents,
     to_documents,
 )
-from contextwright.types import Chunk
+from contextwright.model.chunk import Chunk
 
 from .conftest import QUERY
 

@@ -27,7 +27,7 @@ from llama_index.core.schema import (
 
 from contextwright import ConfigError, InputError
 from contextwright.adapters.llamaindex import ContextwrightPostprocessor, from_nodes, to_nodes
-from contextwright.types import Chunk
+from contextwright.model.chunk import Chunk
 
 from .conftest import QUERY
 

@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import StageResult
 from contextwright.stages import base
-from contextwright.types import Chunk, StageResult
 
 NEEDY = "eval_test_needs_oracle"
 

@@ -13,8 +13,8 @@ pytest.importorskip("typer")
 pytest.importorskip("matplotlib")
 from typer.testing import CliRunner
 
+from contextwright.assembly.presets import list_presets
 from contextwright.cli import app
-from contextwright.config import list_presets
 
 from ..conftest import DEV_QUERIES
 

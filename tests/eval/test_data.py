@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contextwright.errors import InputError
+from contextwright.core.errors import InputError
 from contextwright.eval.data import load_queries, query_from_dict
 
 from ..conftest import DEV_QUERIES

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from contextwright.errors import ConfigError
-from contextwright.eval.priors import LIU_2024, PositionalPrior, load_prior
+from contextwright.core.errors import ConfigError
+from contextwright.stages.priors import LIU_2024, PositionalPrior, load_prior
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from contextwright.errors import ConfigError, LLMError
+from contextwright.core.errors import ConfigError, LLMError
 from contextwright.eval import load_prior, query_from_dict
 from contextwright.eval.reader import (
     CLOSED_BOOK,

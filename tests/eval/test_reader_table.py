@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typer.testing import CliRunner
 
 from contextwright.cli import app
 
+from .._pty import on_a_terminal
 from .test_reader import ChatServer, _queries, reading_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,24 +90,7 @@ def test_reader_table_reads_at_80_columns_when_piped_to_a_file(reader_run: list[
 
 
 def test_reader_table_reads_at_80_columns_on_a_terminal(reader_run: list[str]) -> None:
-    master, slave = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "80", "LINES": "50", "TERM": "xterm"}
-    code = "from contextwright.cli import main; main()"
-    proc = subprocess.Popen([sys.executable, "-c", code, *reader_run], stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    proc.wait(timeout=120)
-    os.close(master)
-    text = seen.decode("utf-8", errors="replace")
-    assert proc.returncode == 0, text
+    text = on_a_terminal(reader_run, cwd=None, timeout=120)
     _check_headline(text, wide=False)
 
 
@@ -121,7 +104,7 @@ def test_the_widest_numbers_still_fit_80_columns() -> None:
     """Every built-in name and the widest cells (n 1,000, −100.0…+100.0, a budget of 10,000)."""
     from rich.console import Console
 
-    from contextwright.config import list_presets
+    from contextwright.assembly.presets import list_presets
     from contextwright.eval.reader import ReaderResult, ReaderSummary
     from contextwright.eval.report import render_reader_table
 

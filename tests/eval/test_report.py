@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from contextwright.eval.priors import LIU_2024
 from contextwright.eval.report import COLUMNS, DEFINITIONS, render_html, render_table, to_json, write_html
 from contextwright.eval.runner import EvalResult, QueryResult, summarize
+from contextwright.stages.priors import LIU_2024
 
 
 def _r(qid: str, strategy: str, budget: int, **kw: object) -> QueryResult:

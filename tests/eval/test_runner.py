@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.eval.data import EvalQuery, load_queries, query_from_dict
-from contextwright.eval.priors import PositionalPrior
 from contextwright.eval.runner import QueryResult, evaluate, score_output, summarize
 from contextwright.eval.strategies import StrategyOutput
+from contextwright.stages.priors import PositionalPrior
 from contextwright.tokens import get_tokenizer
 
 from ..conftest import CORPUS, DEV_QUERIES

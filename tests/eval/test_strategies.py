@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from contextwright.config import list_presets
-from contextwright.errors import ConfigError
+from contextwright.assembly.presets import list_presets
+from contextwright.core.errors import ConfigError
 from contextwright.eval.strategies import (
     GreedyStrategy,
     NaiveStrategy,

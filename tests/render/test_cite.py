@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwright.model.chunk import Chunk
 from contextwright.render.cite import build_citations, parse_citation_numbers, resolve_citations
 from contextwright.render.format import get_format
-from contextwright.types import Chunk
 
 
 @pytest.mark.parametrize(

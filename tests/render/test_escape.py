@@ -7,9 +7,9 @@ import unicodedata
 
 import pytest
 
+from contextwright.core.text import IGNORABLE_RANGES
 from contextwright.render.escape import (
     _COMPAT,
-    IGNORABLE_RANGES,
     clean,
     drop_blank_lines,
     escape_lines,
@@ -75,7 +75,8 @@ def test_clean_and_oneline() -> None:
 
 
 def test_spaces_read_as_a_space_and_every_format_character_as_nothing() -> None:
-    from contextwright.render.escape import _IGNORABLE_SET, INVISIBLE, SPACES
+    from contextwright.core.text import IGNORABLE_SET as _IGNORABLE_SET
+    from contextwright.render.escape import INVISIBLE, SPACES
 
     invisible = re.compile(INVISIBLE)
     for ch in _IGNORABLE_SET - {"\n"}:

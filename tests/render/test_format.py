@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
 from contextwright.render.escape import visible
 from contextwright.render.format import (
     TemplateFormat,
@@ -18,7 +19,6 @@ from contextwright.render.format import (
     get_format,
     join_pieces,
 )
-from contextwright.types import Chunk
 
 BUILTIN = ["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
 

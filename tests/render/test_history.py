@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler, get_tokenizer
-from contextwright.errors import BudgetError, ConfigError, HistoryBudgetError, InputError
+from contextwright.core.errors import BudgetError, ConfigError, HistoryBudgetError, InputError
 from contextwright.render.history import SUMMARY_PREFIX, trim_history
 
 TOK = get_tokenizer("cl100k_base")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextwright.errors import InputError
+from contextwright.core.errors import InputError
 from contextwright.render.messages import PROMPTS, build_messages
 
 

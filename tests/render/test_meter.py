@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.tokens import CharTokenizer, get_tokenizer
-from contextwright.types import Chunk
 
 FORMATS = ["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
 meta = st.one_of(st.none(), st.text(max_size=20))
@@ -190,3 +190,30 @@ def test_the_last_piece_count_is_exact_on_the_dev_data(dev_queries: list) -> Non
             body = meter.body(Chunk(c["text"]))
             stripped = body.rstrip("\n")
             assert meter._count_stripped(body, stripped) == len(tokenizer.encode(stripped))
+
+
+def test_set_cost_is_the_frame_every_block_and_each_document_header_once() -> None:
+    """The set-cost rule has one owner (render.meter); stages add ``added_cost`` block by block."""
+    from contextwright.model.chunk import Chunk
+    from contextwright.render.format import get_format
+    from contextwright.render.meter import Meter
+    from contextwright.tokens import get_tokenizer
+
+    meter = Meter(get_format("grouped"), get_tokenizer("cl100k_base"))
+    chunks = [
+        Chunk(text="alpha beta", id="a0", doc_id="A", index=0, title="Doc A"),
+        Chunk(text="gamma delta", id="a1", doc_id="A", index=1, title="Doc A"),
+        Chunk(text="epsilon", id="b0", doc_id="B", index=0, title="Doc B"),
+    ]
+    n = len(chunks)
+    by_hand = meter.frame_cost() + sum(meter.block_cost(c, n) for c in chunks)
+    by_hand += meter.doc_cost(chunks[0]) + meter.doc_cost(chunks[2])  # one header per document
+    assert meter.set_cost(chunks, n) == by_hand
+    assert meter.set_cost(chunks, n, frame=False) == by_hand - meter.frame_cost()
+    docs: set[str] = set()
+    running = meter.frame_cost()
+    for c in chunks:
+        running += meter.added_cost(c, n, docs)
+        docs.add(c.group_key)
+    assert running == by_hand
+    assert meter.doc_cost(chunks[0]) > 0  # the grouped format shows a header: the rule is tested

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler, assemble
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.render.format import _FORMATS, get_format
 from contextwright.render.parse import block_parsers, parse_blocks, register_block_parser
 

@@ -8,9 +8,9 @@ import tracemalloc
 
 import pytest
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import TemplateFormat
-from contextwright.types import Chunk
 
 S = "{% set s = 'a' * 999999 %}"  # one value just under max_output_chars: allowed by itself
 NS = "{% set ns = namespace(s='a', l=[1]) %}"

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from contextwright import Assembler, assemble
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import TemplateFormat
-from contextwright.types import Chunk
 
 CHUNKS = [{"id": "a", "text": "Paris.", "score": 2}, {"id": "b", "text": "Berlin.", "score": 1}]
 EACH = "{% for b in blocks %}{{ b.label }} {{ b.text }}\n{% endfor %}"

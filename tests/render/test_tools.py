@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
 from contextwright.render.format import get_format
 from contextwright.render.tools import fit_tools
 from contextwright.tokens import get_tokenizer
@@ -187,8 +187,8 @@ def test_hostile_tool_outputs_fit_in_well_under_two_seconds(
 def test_tool_fitting_stops_when_the_assembly_is_cancelled() -> None:
     import threading
 
-    from contextwright.errors import AssemblyCancelled
-    from contextwright.pipeline import cancel_on
+    from contextwright.assembly.pipeline import cancel_on
+    from contextwright.core.errors import AssemblyCancelled
 
     stop = threading.Event()
     stop.set()  # the request's deadline has passed
@@ -200,7 +200,7 @@ def test_tool_fitting_stops_when_the_assembly_is_cancelled() -> None:
 
 
 def test_tool_fitting_checks_for_cancellation_between_passes() -> None:
-    from contextwright.errors import AssemblyCancelled
+    from contextwright.core.errors import AssemblyCancelled
 
     calls: list[str] = []
 

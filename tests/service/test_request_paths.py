@@ -25,7 +25,7 @@ pytest.importorskip("fastapi")
 
 from fastapi.testclient import TestClient
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.service import ServiceConfig, create_app
 from contextwright.stages.base import registered_stages
 

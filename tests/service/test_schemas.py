@@ -165,3 +165,24 @@ def test_resolve_response_citations_use_the_same_model(full: tuple[Any, dict[str
     seen: dict[type[BaseModel], set[str]] = {}
     _check(ResolveResponse, body, "resolve", seen)
     assert set(body) == _fields(ResolveResponse)
+
+
+def test_the_text_aliases_the_schema_bounds_are_the_ones_the_library_reads() -> None:
+    """``ChunkIn`` holds ``content``/``page_content``/... to max_text_chars; a text alias the
+    library learns must be bounded here too."""
+    from contextwright.model.fields import FIELD_ALIASES
+    from contextwright.service.schemas import TEXT_ALIASES
+
+    assert FIELD_ALIASES["text"] is TEXT_ALIASES
+
+
+def test_two_apps_validate_with_their_own_limits() -> None:
+    from contextwright.service.schemas import request_models
+
+    small, large = request_models(ServiceConfig(max_chunks=2)), request_models(ServiceConfig(max_chunks=5))
+    chunks = [{"text": "x"}] * 3
+    assert large.AssembleRequest.model_validate({"chunks": chunks}).chunks
+    with pytest.raises(ValueError, match="at most 2 items"):
+        small.AssembleRequest.model_validate({"chunks": chunks})
+    assert list(small.AssembleRequest.model_fields)[:3] == ["query", "chunks", "fusion"]
+    assert list(small.AssembleRequest.model_fields)[-1] == "inspect"

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.service import ServiceConfig
 from contextwright.service.security import ApiKeys, RateLimiter
 

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.budget import TokenBudget, sentence_ends
 from contextwright.tokens import get_tokenizer
-from contextwright.types import chunks_from_dicts
 
 
 def meter(fmt: str = "minimal") -> Meter:
@@ -252,13 +252,13 @@ def test_fill_prefers_the_next_ranked_text_over_a_lower_ranked_chunk_that_fits()
 
 
 def test_fill_spans_compose_with_an_earlier_cut() -> None:
-    from contextwright.spans import join_pieces
+    from contextwright.model.spans import join_pieces
 
     original = chunks_from_dicts([{"id": "facts", "text": FACTS, "score": 1.0}])[0]
     # An earlier stage kept sentences 1, 3 and 5.
     ends = [0, *sentence_ends(FACTS)]
     kept = [(ends[0], ends[1]), (ends[2] + 1, ends[3]), (ends[4] + 1, ends[5])]
-    from contextwright.spans import compose
+    from contextwright.model.spans import compose
 
     squeezed = original.with_ops("compressed", text=join_pieces(FACTS, kept), spans=compose(original, kept))
     m = meter()
@@ -271,7 +271,7 @@ def test_fill_spans_compose_with_an_earlier_cut() -> None:
 
 
 def _direct_sizes(tokenizer, text):  # type: ignore[no-untyped-def]
-    from contextwright.stages.budget import _sentences
+    from contextwright.stages.words import lowered_sentences as _sentences
 
     spans = _sentences(text)[0]
     alone = tuple(tokenizer.base.count(text[s:e]) for s, e in spans)
@@ -300,7 +300,7 @@ _SENTENCE_PARTS = [
 def test_sentence_sizes_from_heads_equal_counting_each_sentence_with_its_lead_in(
     sentences: list[str], glue: str, enc: str
 ) -> None:
-    from contextwright.stages.budget import _sentence_sizes
+    from contextwright.stages.words import sentence_sizes as _sentence_sizes
 
     tokenizer = get_tokenizer(enc)
     text = glue.join(s[:1].upper() + s[1:] for s in sentences) + "."
@@ -309,7 +309,7 @@ def test_sentence_sizes_from_heads_equal_counting_each_sentence_with_its_lead_in
 
 
 def test_sentence_sizes_on_the_dev_data(dev_queries: list) -> None:
-    from contextwright.stages.budget import _sentence_sizes
+    from contextwright.stages.words import sentence_sizes as _sentence_sizes
 
     tokenizer = get_tokenizer("cl100k_base")
     for q in dev_queries[:100]:
@@ -321,7 +321,7 @@ def test_query_term_idf_over_joined_chunks_equals_a_test_per_chunk_and_term(dev_
     import math
 
     from contextwright.stages.budget import _Relevance
-    from contextwright.stages.compress import terms
+    from contextwright.stages.words import terms
 
     def starts_a_word(low: str, term: str) -> bool:
         at = low.find(term)

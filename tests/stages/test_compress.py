@@ -9,13 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextwright import Assembler, get_tokenizer
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.core.sentences import split_sentences
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
-from contextwright.sentences import split_sentences
 from contextwright.stages.base import stage_from_dict, stage_to_dict
-from contextwright.stages.compress import BM25, ExtractiveCompress, overflow_plan, terms
-from contextwright.types import Chunk
+from contextwright.stages.compress import BM25, ExtractiveCompress, overflow_plan
+from contextwright.stages.words import terms
 
 QUERY = "When was the Eiffel Tower completed?"
 
@@ -116,7 +117,7 @@ def test_tight_preset_keeps_budget_and_accounts_for_every_chunk(cl100k: Any) -> 
 
 def test_embedder_scores_sentences_when_configured() -> None:
     np = pytest.importorskip("numpy")
-    from contextwright.embed import CallableEmbedder
+    from contextwright.clients.embed import CallableEmbedder
 
     def fake_vectors(texts: list[str]) -> Any:  # a real CallableEmbedder over a deterministic function
         return np.array([[1.0, 0.1] if ("1889" in t or "When" in t) else [0.0, 1.0] for t in texts])
@@ -263,7 +264,7 @@ _WORDS_FOR_TERMS = st.sampled_from(
     st.lists(_WORDS_FOR_TERMS, min_size=1, max_size=12), st.lists(_WORDS_FOR_TERMS, min_size=1, max_size=4)
 )
 def test_has_term_agrees_with_terms(words: list[str], query: list[str]) -> None:
-    from contextwright.stages.compress import has_term, terms
+    from contextwright.stages.words import has_term, terms
 
     text = " ".join(words)
     have = set(terms(text))

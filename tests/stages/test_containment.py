@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwright import assemble
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.base import stage_from_dict
 from contextwright.stages.containment import ContainmentDedup
 from contextwright.tokens import get_tokenizer
-from contextwright.types import chunks_from_dicts
 
 MIRRORS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "nq_mirrors_dev300.jsonl.gz"
 
@@ -307,7 +307,7 @@ def test_presets_keep_the_budget_and_report_every_chunk_on_mirror_lists(preset: 
 
 
 def test_the_stage_is_on_in_the_presets_issue_22_names() -> None:
-    from contextwright.config import get_preset
+    from contextwright.assembly.presets import get_preset
 
     for name in ("qa", "tight", "chat", "documents"):
         assert {"type": "containment_dedup"} in get_preset(name)["stages"], name

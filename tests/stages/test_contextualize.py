@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.contextualize import DocSummaries
-from contextwright.types import Chunk, chunks_from_dicts
 
 SUMMARY = "The Nobel Prize in Physics has been awarded since 1901 by the Royal Swedish Academy of Sciences."
 

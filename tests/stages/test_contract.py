@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.report import StageResult
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.base import registered_stages, stage_from_dict, stage_to_dict
 from contextwright.tokens import get_tokenizer
-from contextwright.types import Chunk, StageResult, chunks_from_dicts
 
 # Settings for stages that cannot be built from defaults alone. An unreachable
 # local endpoint makes the LLM stage exercise its failure path deterministically.
@@ -76,7 +78,7 @@ def environment(budget: int) -> dict[str, Any]:
         "reranker": OverlapReranker(),
     }
     try:
-        from contextwright.embed import CallableEmbedder
+        from contextwright.clients.embed import CallableEmbedder
 
         env["embedder"] = CallableEmbedder(_letters)
     except ImportError:

@@ -13,21 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.report import Drop, StageResult
 from contextwright.stages.base import stage_from_dict, stage_to_dict
-from contextwright.stages.dedup import (
-    ExactDedup,
-    NearDedup,
-    OverlapDedup,
-    SemanticDedup,
-    jaccard,
-    lsh_bands,
-    normalize_text,
-    shingles,
-    suffix_prefix_overlap,
-)
+from contextwright.stages.dedup import ExactDedup, OverlapDedup, normalize_text, suffix_prefix_overlap
 from contextwright.stages.group import GroupMerge
-from contextwright.types import Chunk, Drop, StageResult, chunks_from_dicts
+from contextwright.stages.near import NearDedup
+from contextwright.stages.semantic import SemanticDedup
+from contextwright.stages.shingles import jaccard, lsh_bands, shingles
 
 
 def test_exact_dedup_keeps_the_higher_scored_copy_and_records_the_other() -> None:

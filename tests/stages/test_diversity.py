@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.eval.metrics import redundancy
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.stages.diversity import MMRBudget
 from contextwright.tokens import get_tokenizer
-from contextwright.types import chunks_from_dicts
 
 
 def _meter() -> Meter:

@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwright.assembler import Assembler
-from contextwright.config import pipeline_from_config
-from contextwright.errors import ConfigError, StoreError
+from contextwright.assembly.assembler import Assembler
+from contextwright.assembly.presets import pipeline_from_config
+from contextwright.core.errors import ConfigError, StoreError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.expand import ExpandNeighbors, with_expansion
 from contextwright.stores import InMemoryStore, SQLiteStore
-from contextwright.types import Chunk, chunks_from_dicts
 
 
 def _corpus(sizes: dict[str, int]) -> list[dict[str, Any]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.filter import MinScoreFilter, TopKFilter
-from contextwright.types import chunks_from_dicts
 
 CHUNKS = chunks_from_dicts(
     [

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler, assemble
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.model.chunk import Chunk
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.fusion import Fuse, is_named_lists
-from contextwright.types import Chunk
 
 A = [
     {"id": "x", "text": "x text", "score": 3.0},

@@ -15,11 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwright import Assembler, get_preset
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.render.context import AssembledContext
 from contextwright.stages.base import stage_from_dict, stage_to_dict
 from contextwright.stages.dedup import OverlapDedup
 from contextwright.stages.group import GroupMerge
-from contextwright.types import AssembledContext, Chunk, chunks_from_dicts
 
 
 def _corpus(path: Path) -> dict[str, list[dict[str, Any]]]:

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.order import (
     AutoOrder,
     BookendOrder,
@@ -16,7 +18,6 @@ from contextwright.stages.order import (
     ScoreOrder,
     order_stage,
 )
-from contextwright.types import Chunk, chunks_from_dicts
 
 
 def scored(*scores: float) -> tuple[Chunk, ...]:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler
-from contextwright.errors import ConfigError, MissingDependencyError
-from contextwright.rerank import CrossEncoderReranker, Reranker
+from contextwright.clients.rerank import CrossEncoderReranker, Reranker
+from contextwright.core.errors import ConfigError, MissingDependencyError
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.relevance import Rerank, SimilarityFilter, query_similarities
-from contextwright.types import chunks_from_dicts
 
 
 def test_similarity_floor_drops_unrelated_chunks_with_the_value(

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from contextwright import Assembler
-from contextwright.errors import InputError
+from contextwright.core.errors import InputError
+from contextwright.model.convert import chunks_from_dicts
 from contextwright.stages.stable import StableOrder
-from contextwright.types import chunks_from_dicts
 
 
 def test_survivors_come_first_in_their_previous_order() -> None:

@@ -13,10 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contextwright.assembler import Assembler
-from contextwright.errors import ConfigError, InputError
-from contextwright.pipeline import Pipeline
-from contextwright.types import _ALIASES, AssembledContext, Chunk, Citation, chunks_from_dicts
+from contextwright.assembly.assembler import Assembler
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.assembly.spec import AssemblerSpec
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.fields import FIELD_ALIASES
+from contextwright.render.context import AssembledContext, Citation
 
 __all__ = [
     "ASSEMBLY_KEYS",
@@ -81,11 +85,11 @@ def metadata_for(
     meta = dict(chunk.metadata)
     for name in _FIELDS:
         value = getattr(chunk, name)
-        names = _ALIASES[name] + (aliases or {}).get(name, ())
+        names = FIELD_ALIASES[name] + (aliases or {}).get(name, ())
         if name not in skip and value is not None and not any(key in meta for key in names):
             meta[name] = value
     if score_key is not None:
-        present = next((key for key in _ALIASES["score"] if key in meta), None)
+        present = next((key for key in FIELD_ALIASES["score"] if key in meta), None)
         if present is not None:
             meta[present] = chunk.score
         elif chunk.score != 0.0:
@@ -161,7 +165,9 @@ def build_assembler(
             f"{owner}: pass budget= (documents tokens) or model= (to derive the budget from the "
             f"model's context window), e.g. {owner}(budget=1000) or {owner}(model='gpt-4o-mini')."
         )
-    return Assembler(preset, budget=budget, model=model, tokenizer=tokenizer, format=format, order=order)
+    return AssemblerSpec(
+        preset, budget=budget, model=model, tokenizer=tokenizer, format=format, order=order
+    ).build()
 
 
 def query_of(value: Any, *, owner: str) -> str:

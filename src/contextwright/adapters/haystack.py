@@ -39,9 +39,11 @@ from contextwright.adapters._convert import (
     originals_by_id,
     query_of,
 )
-from contextwright.assembler import Assembler
-from contextwright.errors import InputError, missing_extra
-from contextwright.types import _ALIASES, AssembledContext, Chunk
+from contextwright.assembly.assembler import Assembler
+from contextwright.core.errors import InputError, missing_extra
+from contextwright.inputs.frameworks import HAYSTACK_ALIASES, haystack_mapping
+from contextwright.model.chunk import Chunk
+from contextwright.render.context import AssembledContext
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
@@ -49,13 +51,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_extra("haystack", "haystack") from exc
 
 __all__ = ["ContextwrightAssembler", "from_documents", "to_documents"]
-
-#: Haystack's own metadata names, read as chunk fields when no usual alias is there.
-HAYSTACK_ALIASES: dict[str, tuple[str, ...]] = {
-    "doc_id": ("source_id",),
-    "index": ("split_id",),
-    "source": ("file_path",),
-}
 
 
 def from_documents(documents: Iterable[Document | Chunk]) -> tuple[Chunk, ...]:
@@ -81,22 +76,8 @@ def from_documents(documents: Iterable[Document | Chunk]) -> tuple[Chunk, ...]:
                 f"documents[{position}] (id {doc.id!r}) has no text content; only text documents can be "
                 "assembled. Convert binary documents to text first (e.g. with a converter component)."
             )
-        data: dict[str, Any] = {"content": doc.content, "id": doc.id, "metadata": doc.meta}
-        if doc.score is not None:
-            data["score"] = doc.score
-        if doc.embedding:
-            data["embedding"] = doc.embedding
-        for field, names in HAYSTACK_ALIASES.items():
-            if field not in data:
-                value = next((doc.meta[n] for n in names if doc.meta.get(n) is not None), None)
-                if value is not None and not _has_alias(doc.meta, field):
-                    data[field] = value
-        items.append(data)
+        items.append(haystack_mapping(doc))
     return chunks_from_mappings(items)
-
-
-def _has_alias(meta: Mapping[str, Any], field: str) -> bool:
-    return any(meta.get(k) is not None for k in _ALIASES[field])
 
 
 def to_documents(

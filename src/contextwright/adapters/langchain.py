@@ -30,10 +30,12 @@ from contextwright.adapters._convert import (
     metadata_for,
     query_of,
 )
-from contextwright.assembler import Assembler
-from contextwright.errors import InputError, missing_extra
-from contextwright.pipeline import Pipeline
-from contextwright.types import AssembledContext, Chunk
+from contextwright.assembly.assembler import Assembler
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.core.errors import InputError, missing_extra
+from contextwright.inputs.frameworks import langchain_mapping
+from contextwright.model.chunk import Chunk
+from contextwright.render.context import AssembledContext
 
 try:
     from langchain_core.callbacks import Callbacks
@@ -80,12 +82,7 @@ def from_documents(documents: Iterable[Document | tuple[Document, float] | Chunk
                 f"documents[{position}] must be a langchain_core Document, a (Document, score) pair "
                 f"or a Chunk; got {type(item).__name__}."
             )
-        data: dict[str, Any] = {"page_content": item.page_content, "metadata": item.metadata}
-        if item.id is not None:
-            data["id"] = item.id
-        if score is not None:
-            data["score"] = score
-        items.append(data)
+        items.append(langchain_mapping(item, score))
     return chunks_from_mappings(items)
 
 

@@ -27,9 +27,11 @@ from contextwright.adapters._convert import (
     metadata_for,
     originals_by_id,
 )
-from contextwright.assembler import Assembler
-from contextwright.errors import InputError, missing_extra
-from contextwright.types import AssembledContext, Chunk, Citation
+from contextwright.assembly.assembler import Assembler
+from contextwright.core.errors import InputError, missing_extra
+from contextwright.inputs.frameworks import llamaindex_mapping
+from contextwright.model.chunk import Chunk
+from contextwright.render.context import AssembledContext, Citation
 
 try:
     from llama_index.core.bridge.pydantic import PrivateAttr
@@ -77,14 +79,7 @@ def from_nodes(nodes: Iterable[NodeWithScore | BaseNode | Chunk]) -> tuple[Chunk
                 f"nodes[{position}] must be a llama_index NodeWithScore, a node or a Chunk; "
                 f"got {type(item).__name__}."
             )
-        data: dict[str, Any] = {"text": _text_of(node), "id": node.node_id, "metadata": node.metadata}
-        if score is not None:
-            data["score"] = score
-        if node.ref_doc_id is not None:
-            data["doc_id"] = node.ref_doc_id
-        if node.embedding:
-            data["embedding"] = node.embedding
-        items.append(data)
+        items.append(llamaindex_mapping(node, score))
     return chunks_from_mappings(items)
 
 

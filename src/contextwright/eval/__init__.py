@@ -38,7 +38,6 @@ from contextwright.eval.metrics import (
     redundancy,
     wilson_interval,
 )
-from contextwright.eval.priors import LIU_2024, PositionalPrior, load_prior
 from contextwright.eval.reader import (
     PositionSweep,
     Reader,
@@ -69,6 +68,7 @@ from contextwright.eval.strategies import (
     cut_to_budget,
     default_strategies,
 )
+from contextwright.stages.priors import LIU_2024, PositionalPrior, load_prior
 
 if TYPE_CHECKING:
     from contextwright.eval.report import render_html, render_reader_table, render_table, to_json, write_html

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import InputError
+from contextwright.core.errors import InputError
 from contextwright.eval.metrics import answer_in_text
 
 __all__ = ["LABEL_FIELDS", "EvalQuery", "load_queries", "query_from_dict"]
@@ -126,7 +126,7 @@ def load_queries(path: str | Path, *, limit: int | None = None) -> tuple[EvalQue
     """Read labelled queries from JSON Lines or a JSON array (gzip or not; ``-`` for stdin).
 
     Args:
-        path: The file (read by :func:`contextwright.io.read_records`).
+        path: The file (read by :func:`contextwright.inputs.readers.read_records`).
         limit: Read only the first ``limit`` queries.
 
     Raises:
@@ -138,7 +138,7 @@ def load_queries(path: str | Path, *, limit: int | None = None) -> tuple[EvalQue
     """
     if limit is not None and limit < 1:
         raise InputError(f"limit must be a positive number of queries; got {limit}.")
-    from contextwright.io import read_records
+    from contextwright.inputs.readers import read_records
 
     out: list[EvalQuery] = []
     seen: set[str] = set()

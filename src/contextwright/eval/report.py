@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import missing_extra
+from contextwright.core.errors import missing_extra
 from contextwright.eval.metrics import REDUNDANCY_SHINGLE
 from contextwright.eval.reader import ReaderResult
 from contextwright.eval.runner import EvalResult, Summary

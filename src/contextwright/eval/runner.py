@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.eval.data import EvalQuery
 from contextwright.eval.metrics import (
     chunk_retention,
@@ -36,9 +36,9 @@ from contextwright.eval.metrics import (
     percentile,
     redundancy,
 )
-from contextwright.eval.priors import PositionalPrior, load_prior
 from contextwright.eval.reader import ReaderResult
 from contextwright.eval.strategies import Strategy, StrategyOutput, build_strategy, default_strategies
+from contextwright.stages.priors import PositionalPrior, load_prior
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
 __all__ = [
@@ -141,7 +141,7 @@ def score_output(
         output: What the strategy produced.
         budget: The budget it was given.
         tokenizer: The tokenizer that defines the budget; the text is counted again with it.
-        prior: The positional prior (default :data:`~contextwright.eval.priors.LIU_2024`).
+        prior: The positional prior (default :data:`~contextwright.stages.priors.LIU_2024`).
         strategy: The strategy's name, copied into the result.
         latency_ms: The measured wall time, copied into the result.
     """
@@ -505,40 +505,14 @@ def evaluate(
     Raises:
         ConfigError: for a bad budget, worker count, strategy or prior.
     """
-    if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in budgets):
-        raise ConfigError(
-            f"budgets must be non-negative integers; got {list(budgets)!r}. Example: 300,500,1000."
-        )
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ConfigError(f"workers must be a positive integer; got {workers!r}.")
-    if engine not in ("local", "ray"):
-        raise ConfigError(f"engine must be 'local' or 'ray'; got {engine!r}.")
+    _check_options(budgets, workers, engine)
     budgets = tuple(dict.fromkeys(budgets))
     prior_obj = load_prior(prior)
     tok = _private(tokenizer)
     res: dict[str, Any] = dict(resources or {})
     if corpus is not None:
         res["store"] = open_corpus_store(corpus)
-    built = [build_strategy(s) for s in (default_strategies() if strategies is None else strategies)]
-    if not built:
-        raise ConfigError("no strategies to evaluate; pass names such as naive, greedy, qa, or config files.")
-    names = [s.name for s in built]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ConfigError(f"strategy names must be unique; {', '.join(dupes)} appear more than once.")
-    skipped: dict[str, str] = {}
-    notes: dict[str, str] = {}
-    runnable: list[Strategy] = []
-    for s in built:
-        reason = s.missing(res)
-        if reason:
-            skipped[s.name] = reason
-            logger.info("strategy skipped", extra={"strategy": s.name, "reason": reason})
-            continue
-        runnable.append(s)
-        note = s.degraded(res)
-        if note:
-            notes[s.name] = note
+    runnable, skipped, notes = _runnable(strategies, res)
     total = len(queries)
     collected: list[QueryResult] = []
     if engine == "ray":
@@ -560,29 +534,7 @@ def evaluate(
     else:
         shipped = {k: v for k, v in res.items() if not (corpus is not None and k == "store")}
         args = (runnable, list(budgets), tokenizer, prior_obj, shipped, str(corpus) if corpus else None)
-        try:
-            pickle.dumps(args)
-        except Exception as exc:
-            raise ConfigError(
-                f"workers={workers} needs picklable strategies, tokenizer and resources ({exc}); "
-                "use workers=1, a tokenizer name, and corpus= instead of a store object."
-            ) from None
-        ctx = multiprocessing.get_context("spawn")
-        chunksize = max(1, total // (workers * 8))
-        log_queue = ctx.Queue()
-        listener = logging.handlers.QueueListener(log_queue, _Relay())
-        listener.start()
-        level = logging.getLogger("contextwright").getEffectiveLevel()
-        try:
-            with ctx.Pool(
-                min(workers, total), initializer=_init_worker, initargs=(*args, log_queue, level)
-            ) as pool:
-                for done, rs in enumerate(pool.imap_unordered(_work, queries, chunksize=chunksize), 1):
-                    collected.extend(rs)
-                    if progress is not None:
-                        progress(done, total)
-        finally:
-            listener.stop()
+        collected.extend(_in_processes(queries, args, workers, progress))
     order = {n: i for i, n in enumerate(s.name for s in runnable)}
     collected.sort(key=lambda r: (r.query_id, order[r.strategy], r.budget))
     summaries = tuple(
@@ -606,3 +558,82 @@ def evaluate(
             "prior": prior_obj.to_dict(),
         },
     )
+
+
+def _check_options(budgets: Sequence[int], workers: int, engine: str) -> None:
+    """Raise :class:`ConfigError` for budgets, workers or an engine the run cannot use."""
+    if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in budgets):
+        raise ConfigError(
+            f"budgets must be non-negative integers; got {list(budgets)!r}. Example: 300,500,1000."
+        )
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a positive integer; got {workers!r}.")
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"engine must be 'local' or 'ray'; got {engine!r}.")
+
+
+def _runnable(
+    strategies: Sequence[str | Path | Strategy] | None, res: Mapping[str, Any]
+) -> tuple[list[Strategy], dict[str, str], dict[str, str]]:
+    """The strategies that can run with these resources, those skipped (with why), and notes on
+    those that run without an optional resource.
+
+    Raises:
+        ConfigError: for no strategies, or two with one name.
+    """
+    built = [build_strategy(s) for s in (default_strategies() if strategies is None else strategies)]
+    if not built:
+        raise ConfigError("no strategies to evaluate; pass names such as naive, greedy, qa, or config files.")
+    names = [s.name for s in built]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"strategy names must be unique; {', '.join(dupes)} appear more than once.")
+    skipped: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    runnable: list[Strategy] = []
+    for s in built:
+        reason = s.missing(res)
+        if reason:
+            skipped[s.name] = reason
+            logger.info("strategy skipped", extra={"strategy": s.name, "reason": reason})
+            continue
+        runnable.append(s)
+        note = s.degraded(res)
+        if note:
+            notes[s.name] = note
+    return runnable, skipped, notes
+
+
+def _in_processes(
+    queries: Sequence[EvalQuery],
+    args: tuple[Any, ...],
+    workers: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[QueryResult]:
+    """Each query's results from a pool of spawned worker processes (their logs relayed here)."""
+    total = len(queries)
+    collected: list[QueryResult] = []
+    try:
+        pickle.dumps(args)
+    except Exception as exc:
+        raise ConfigError(
+            f"workers={workers} needs picklable strategies, tokenizer and resources ({exc}); "
+            "use workers=1, a tokenizer name, and corpus= instead of a store object."
+        ) from None
+    ctx = multiprocessing.get_context("spawn")
+    chunksize = max(1, total // (workers * 8))
+    log_queue = ctx.Queue()
+    listener = logging.handlers.QueueListener(log_queue, _Relay())
+    listener.start()
+    level = logging.getLogger("contextwright").getEffectiveLevel()
+    try:
+        with ctx.Pool(
+            min(workers, total), initializer=_init_worker, initargs=(*args, log_queue, level)
+        ) as pool:
+            for done, rs in enumerate(pool.imap_unordered(_work, queries, chunksize=chunksize), 1):
+                collected.extend(rs)
+                if progress is not None:
+                    progress(done, total)
+    finally:
+        listener.stop()
+    return collected

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from contextwright.config import get_preset, list_presets, load_config_file, pipeline_from_config
-from contextwright.errors import ConfigError, TokenizerError, did_you_mean
+from contextwright.assembly.presets import get_preset, list_presets, load_config_file, pipeline_from_config
+from contextwright.core.errors import ConfigError, TokenizerError, did_you_mean
 from contextwright.tokens import CachedTokenizer
 
 __all__ = [
@@ -322,7 +322,7 @@ class PipelineStrategy:
         tokenizer: CachedTokenizer,
         resources: Mapping[str, Any] | None = None,
     ) -> StrategyOutput:
-        from contextwright.assembler import Assembler
+        from contextwright.assembly.assembler import Assembler
 
         built_tok, built_res = self._built_for
         assembler = self._assembler

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from contextwright.core.caches import register
+from contextwright.model.chunk import Chunk
+from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import Format
-from contextwright.types import AssembledContext, Chunk, Citation
 
 __all__ = ["CitationResolution", "build_citations", "resolve_citations"]
 
@@ -29,6 +31,7 @@ def _span(chunk: Chunk) -> tuple[int, int] | None:
     return (chunk.index, chunk.index) if chunk.index is not None else None
 
 
+@register
 @functools.lru_cache(maxsize=16_384)
 def _snippet(text: str) -> str:
     """The first ``SNIPPET_CHARS`` characters, whitespace collapsed (cached by text)."""

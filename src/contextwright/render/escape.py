@@ -41,6 +41,13 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from contextwright.core.text import (
+    IGNORABLE,
+    IGNORABLE_SET,
+    SPACES,
+    visible,
+)
+
 __all__ = [
     "IGNORABLE",
     "clean",
@@ -53,29 +60,6 @@ __all__ = [
     "reading",
     "split_indent",
 ]
-
-#: The ignorable code points as inclusive ranges: ``White_Space``, ``Cc``,
-#: ``Cf``, ``Default_Ignorable_Code_Point`` and U+2800. Spelled out (rather than
-#: ``\p{...}`` classes of the ``regex`` package) because stdlib ``re`` matches an
-#: explicit class several times faster; ``tests/render/test_escape.py`` checks the
-#: table against the Unicode properties.
-IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x0009), (0x000B, 0x0020), (0x007F, 0x00A0), (0x00AD, 0x00AD), (0x034F, 0x034F),
-    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
-    (0x08E2, 0x08E2), (0x115F, 0x1160), (0x1680, 0x1680), (0x17B4, 0x17B5), (0x180B, 0x180F),
-    (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x206F), (0x2800, 0x2800), (0x3000, 0x3000),
-    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB),
-    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
-)  # fmt: skip
-_CLASS_BODY = "".join(
-    re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in IGNORABLE_RANGES
-)
-#: One ignorable character, ``\n`` excluded (see the module docstring): a ``re`` class.
-IGNORABLE = f"[{_CLASS_BODY}]"
-_IGNORABLE_SET = frozenset(chr(c) for a, b in IGNORABLE_RANGES for c in range(a, b + 1)) | {"\n"}
-#: The ignorable characters that read as a space; the others read as nothing.
-SPACES = frozenset(ch for ch in _IGNORABLE_SET if ch.isspace()) | set("\u115f\u1160\u2800\u3164\uffa0")
 
 
 def _char_class(chars: frozenset[str]) -> str:
@@ -93,7 +77,7 @@ def _char_class(chars: frozenset[str]) -> str:
 
 
 #: One invisible character (ignorable, not a space): a ``re`` class.
-INVISIBLE = _char_class(_IGNORABLE_SET - SPACES)
+INVISIBLE = _char_class(IGNORABLE_SET - SPACES)
 _SPACE_CLASS = _char_class(SPACES - {"\n"})
 _INVISIBLE_RUN = re.compile(INVISIBLE + "+")
 _SPACE_RUN = re.compile(_SPACE_CLASS + "+")
@@ -101,7 +85,6 @@ _SPACE_RUN = re.compile(_SPACE_CLASS + "+")
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _BIDI_DROP = dict.fromkeys(map(ord, BIDI_CONTROLS))
 
-_ASCII_IGNORABLE = "".join(chr(c) for c in range(0x21) if c != 0x0A) + "\n\x7f"
 _IGN_RUN = re.compile(IGNORABLE + "+")
 _LEAD = re.compile(IGNORABLE + "*")
 _LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -120,14 +103,14 @@ def clean(text: str) -> str:
     text = text.strip()
     if not text.isascii() and any(ch in text for ch in BIDI_CONTROLS):
         text = text.translate(_BIDI_DROP).strip() or text
-    if not text or (text[0] not in _IGNORABLE_SET and text[-1] not in _IGNORABLE_SET):
+    if not text or (text[0] not in IGNORABLE_SET and text[-1] not in IGNORABLE_SET):
         return text
     # Invisible characters at either end go too, unless nothing visible is left
     # (input validation rejects such texts; a Chunk built by hand keeps them).
     start, end = 0, len(text)
-    while start < end and text[start] in _IGNORABLE_SET:
+    while start < end and text[start] in IGNORABLE_SET:
         start += 1
-    while end > start and text[end - 1] in _IGNORABLE_SET:
+    while end > start and text[end - 1] in IGNORABLE_SET:
         end -= 1
     return text[start:end] or text
 
@@ -175,14 +158,6 @@ def fold(line: str) -> str:
         rest = _INVISIBLE_RUN.sub("", rest)  # whole line: linear, once per line
         window = rest[: _PROBE_CHARS * 4]
     return reading(window)[:_PROBE_CHARS]
-
-
-def visible(text: str) -> bool:
-    """Whether ``text`` has a character a reader can see (not only ignorable ones)."""
-    stripped = text.strip(_ASCII_IGNORABLE)  # C speed; nearly every text ends here
-    if not stripped:
-        return False
-    return stripped[0] not in _IGNORABLE_SET or any(ch not in _IGNORABLE_SET for ch in stripped)
 
 
 def is_blank(line: str) -> bool:

@@ -37,14 +37,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded, check_settings
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded, check_settings
+from contextwright.core.text import check_text
+from contextwright.model.chunk import Chunk
 from contextwright.render.escape import clean, drop_blank_lines, oneline
 from contextwright.render.grammar import GROUPED, MARKDOWN, NUMBERED, SOURCES, escape_xml
 from contextwright.render.sandbox import TemplateLimits, compile_template, render_template
 from contextwright.render.sections import escape_sections
-from contextwright.textcheck import check_text
-from contextwright.types import Chunk
 
 __all__ = [
     "Format",
@@ -71,7 +71,8 @@ def _clean(text: str) -> str:
     return escape_sections(clean(text))
 
 
-def _attr(value: object) -> str:
+def attr_value(value: object) -> str:
+    """``value`` as one line, escaped for a double-quoted markup attribute."""
     text = _oneline(value)
     if "&" in text or '"' in text or "<" in text or ">" in text:
         text = text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
@@ -292,7 +293,7 @@ class XmlFormat(Format):
 
     def doc_header(self, chunk: Chunk, *, first: bool) -> str:
         if first and chunk.doc_summary:
-            doc = _attr(chunk.title or chunk.doc_id or chunk.source or "")
+            doc = attr_value(chunk.title or chunk.doc_id or chunk.source or "")
             return f'<summary document="{doc}">\n{self.escape(chunk.doc_summary)}\n</summary>\n'
         return ""
 
@@ -305,7 +306,7 @@ class XmlFormat(Format):
         for name in self.attributes:
             value = getattr(chunk, name)
             if value is not None and value != "":
-                attrs.append(f'{name}="{_attr(value if name != "score" else f"{value:.4g}")}"')
+                attrs.append(f'{name}="{attr_value(value if name != "score" else f"{value:.4g}")}"')
         return f"<chunk {' '.join(attrs)}>\n"
 
     def body(self, chunk: Chunk) -> str:
@@ -469,7 +470,7 @@ class TemplateFormat(Format):
     output of at most ``max_output_chars`` characters, at most ``max_steps``
     executed template lines (loop iterations, recursion) and ``timeout_s``
     seconds; beyond them, or on a sandbox violation or runtime error,
-    :class:`~contextwright.errors.ConfigError`.
+    :class:`~contextwright.core.errors.ConfigError`.
 
     Args:
         template: The Jinja2 template source (at most 100,000 characters).

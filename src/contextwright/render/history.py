@@ -25,9 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contextwright.errors import ConfigError, HistoryBudgetError, InputError
+from contextwright.core.errors import ConfigError, HistoryBudgetError, InputError
+from contextwright.core.text import check_text
+from contextwright.model.zones import HistoryResult
 from contextwright.render.messages import Message, check_role
-from contextwright.textcheck import check_text
 
 __all__ = ["SUMMARY_PREFIX", "HistoryResult", "trim_history"]
 
@@ -37,38 +38,6 @@ logger = logging.getLogger(__name__)
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 
 Summarizer = Callable[[list[Message]], str]
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryResult:
-    """A trimmed history and what trimming did.
-
-    Attributes:
-        messages: The kept turns (and the summary message, if any), oldest first.
-        tokens: Their cost, with ``per_message`` overhead, within ``budget``.
-        budget: The history zone.
-        dropped: Positions in the input history of the dropped turns.
-        summary: The summarizer's text for the dropped turns, when it ran and fit.
-        notes: Anything worth knowing (a summary that did not fit, ...).
-    """
-
-    messages: tuple[Message, ...]
-    tokens: int
-    budget: int
-    dropped: tuple[int, ...] = ()
-    summary: str | None = None
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tokens": self.tokens,
-            "budget": self.budget,
-            "kept": len(self.messages),
-            "dropped": list(self.dropped),
-            "summary": self.summary,
-            "notes": list(self.notes),
-            "messages": [dict(m) for m in self.messages],
-        }
 
 
 def trim_history(
@@ -100,14 +69,7 @@ def trim_history(
         raise ConfigError(f"history budget must be a non-negative integer; got {budget!r}.")
     if isinstance(per_message, bool) or not isinstance(per_message, int) or per_message < 0:
         raise ConfigError(f"per_message must be a non-negative integer; got {per_message!r}.")
-    turns: list[Message] = []
-    for i, turn in enumerate(history):
-        role, content = turn.get("role"), turn.get("content")
-        if not isinstance(role, str) or not isinstance(content, str):
-            raise InputError(f"history[{i}] must have string 'role' and 'content'; got {dict(turn)!r}.")
-        check_role(role, f"history[{i}].role")
-        check_text(content, f"history[{i}].content")
-        turns.append({"role": role, "content": content})
+    turns = _read_turns(history)
     costs = [tokenizer.count(t["content"]) + per_message for t in turns]
     last_user = max((i for i, t in enumerate(turns) if t["role"] == "user"), default=None)
     protected = {i for i, t in enumerate(turns) if t["role"] == "system"} | (
@@ -131,27 +93,83 @@ def trim_history(
     summary: str | None = None
     notes: list[str] = []
     if summarizer is not None and dropped:
-        while True:
-            try:
-                text = summarizer([turns[i] for i in dropped])
-            except Exception as exc:  # a user hook: never let it break assembly
-                logger.warning("history summarizer failed", extra={"error": repr(exc)})
-                notes.append(f"summarizer failed: {exc!r}; dropped turns not summarized")
-                break
-            if not isinstance(text, str) or not text.strip():
-                notes.append("summarizer returned no text")
-                break
-            cost = tokenizer.count(SUMMARY_PREFIX + text) + per_message
-            if total + cost <= budget:
-                summary, total = text, total + cost
-                break
-            if not droppable:
-                notes.append(f"summary of {cost} tokens did not fit the history zone; left out")
-                break
-            i = droppable.pop(0)  # make room for the summary: drop one more turn and summarize again
-            kept.discard(i)
-            dropped.append(i)
-            total -= costs[i]
+        summary, total = _summarize(
+            summarizer,
+            turns,
+            _Trim(costs, droppable, kept, dropped, total),
+            budget,
+            per_message,
+            tokenizer,
+            notes,
+        )
+    out = _with_summary(turns, kept, summary)
+    if dropped:
+        logger.info("history trimmed", extra={"dropped": len(dropped), "tokens": total, "budget": budget})
+    return HistoryResult(tuple(out), total, budget, tuple(sorted(dropped)), summary, tuple(notes))
+
+
+def _read_turns(history: Sequence[Mapping[str, str]]) -> list[Message]:
+    """The turns as messages, each with a string role and valid text content."""
+    turns: list[Message] = []
+    for i, turn in enumerate(history):
+        role, content = turn.get("role"), turn.get("content")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise InputError(f"history[{i}] must have string 'role' and 'content'; got {dict(turn)!r}.")
+        check_role(role, f"history[{i}].role")
+        check_text(content, f"history[{i}].content")
+        turns.append({"role": role, "content": content})
+    return turns
+
+
+@dataclass
+class _Trim:
+    """Where trimming stands: each turn's cost, the turns still droppable (oldest first), the
+    kept and dropped positions, and the total cost of the kept turns."""
+
+    costs: list[int]
+    droppable: list[int]
+    kept: set[int]
+    dropped: list[int]
+    total: int
+
+
+def _summarize(
+    summarizer: Summarizer,
+    turns: list[Message],
+    trim: _Trim,
+    budget: int,
+    per_message: int,
+    tokenizer: Any,
+    notes: list[str],
+) -> tuple[str | None, int]:
+    """The summary of the dropped turns and the new total, dropping more turns to make it fit.
+
+    ``trim.kept`` and ``trim.dropped`` are updated in place; what went wrong goes to ``notes``.
+    """
+    while True:
+        try:
+            text = summarizer([turns[i] for i in trim.dropped])
+        except Exception as exc:  # a user hook: never let it break assembly
+            logger.warning("history summarizer failed", extra={"error": repr(exc)})
+            notes.append(f"summarizer failed: {exc!r}; dropped turns not summarized")
+            return None, trim.total
+        if not isinstance(text, str) or not text.strip():
+            notes.append("summarizer returned no text")
+            return None, trim.total
+        cost = tokenizer.count(SUMMARY_PREFIX + text) + per_message
+        if trim.total + cost <= budget:
+            return text, trim.total + cost
+        if not trim.droppable:
+            notes.append(f"summary of {cost} tokens did not fit the history zone; left out")
+            return None, trim.total
+        i = trim.droppable.pop(0)  # make room for the summary: drop one more turn and summarize again
+        trim.kept.discard(i)
+        trim.dropped.append(i)
+        trim.total -= trim.costs[i]
+
+
+def _with_summary(turns: list[Message], kept: set[int], summary: str | None) -> list[Message]:
+    """The kept turns in order, the summary (if any) as a system message before the first non-system turn."""
     out: list[Message] = []
     summary_placed = summary is None
     for i, t in enumerate(turns):
@@ -162,6 +180,4 @@ def trim_history(
             out.append(t)
     if not summary_placed:
         out.append({"role": "system", "content": SUMMARY_PREFIX + str(summary)})
-    if dropped:
-        logger.info("history trimmed", extra={"dropped": len(dropped), "tokens": total, "budget": budget})
-    return HistoryResult(tuple(out), total, budget, tuple(sorted(dropped)), summary, tuple(notes))
+    return out

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
-from contextwright.errors import InputError
-from contextwright.textcheck import check_text
+from contextwright.core.errors import InputError
+from contextwright.core.text import check_text
+from contextwright.model.zones import Message
 
 __all__ = ["PROMPTS", "ROLES", "Message", "build_messages", "check_role", "system_prompt"]
 
@@ -19,11 +20,6 @@ def check_role(role: str, where: str) -> str:
     if role not in ROLES:
         raise InputError(f"{where} must be one of {', '.join(ROLES)}; got {role[:40]!r}.")
     return role
-
-
-class Message(TypedDict):
-    role: str
-    content: Any  # a string; a list of text blocks when cache breakpoints are marked
 
 
 # Each prompt in two forms: for formats whose blocks carry a label ({one} and

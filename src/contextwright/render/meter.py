@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import inspect
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contextwright.model.chunk import Chunk
 from contextwright.render.format import Format, join_pieces
 from contextwright.tokens import CachedTokenizer
-from contextwright.types import Chunk
 
 __all__ = ["Meter"]
 
@@ -166,6 +166,28 @@ class Meter:
         """The document header shown before the first block of ``chunk``'s document."""
         head = self.format.doc_header(chunk, first=True)
         return self.count(head) if head else 0
+
+    def header_once(self, chunk: Chunk, docs: Collection[str]) -> int:
+        """``chunk``'s document header when the set so far shows none of its document (``docs``), else 0."""
+        return self.doc_cost(chunk) if chunk.group_key not in docs else 0
+
+    def added_cost(self, chunk: Chunk, n: int, docs: Collection[str]) -> int:
+        """What adding ``chunk`` as one of ``n`` blocks costs a set showing the documents ``docs``."""
+        return self.block_cost(chunk, n) + self.header_once(chunk, docs)
+
+    def set_cost(self, chunks: Iterable[Chunk], n: int, *, frame: bool = True) -> int:
+        """What rendering all of ``chunks`` as ``n`` blocks costs: the frame once (unless
+        ``frame=False``), every block, and each document's header once.
+
+        The one spelling of the set-cost rule; a stage that picks blocks one at a time
+        adds :meth:`added_cost` for each and keeps the documents it has shown.
+        """
+        docs: set[str] = set()
+        total = self.frame_cost() if frame else 0
+        for c in chunks:
+            total += self.added_cost(c, n, docs)
+            docs.add(c.group_key)
+        return total
 
     def frame_cost(self) -> int:
         """Frame start + frame end."""

@@ -32,7 +32,7 @@ import threading
 import unicodedata
 from collections.abc import Callable
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.render.escape import IGNORABLE, is_blank
 from contextwright.render.grammar import GROUPED, MARKDOWN, NUMBERED, SOURCES, parse_xml
 

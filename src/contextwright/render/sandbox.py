@@ -33,7 +33,7 @@ template can grow, and checks sizes *before* it allocates (issue 26):
   ``max_output_chars``.
 
 Every violation, and every runtime error of the template, raises
-:class:`~contextwright.errors.ConfigError` (HTTP 422 in the service) naming
+:class:`~contextwright.core.errors.ConfigError` (HTTP 422 in the service) naming
 ``TemplateFormat.template``, the limit with its value, and the fix.
 """
 
@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 from typing import Any
 
-from contextwright.errors import ConfigError, MissingDependencyError
+from contextwright.core.errors import ConfigError, MissingDependencyError
 
 __all__ = ["TemplateLimits", "compile_template", "render_template"]
 

@@ -42,11 +42,12 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Literal
 
-from contextwright.errors import ConfigError, InputError
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.core.text import check_text
+from contextwright.model.zones import ToolsResult
 from contextwright.render.escape import IGNORABLE
-from contextwright.render.format import Format, _attr
+from contextwright.render.format import Format, attr_value
 from contextwright.render.parse import reads_as_tool_tag
-from contextwright.textcheck import check_text
 
 __all__ = ["TOOL_WORK", "ToolsResult", "fit_tools"]
 
@@ -89,37 +90,6 @@ _WINDOW = 64  # raw characters the fast probe reads
 _PIECES = 64  # most pieces one output is counted in
 _PIECE_CHARS = 512  # and their least size
 _MAX_PASSES = 64  # each miss lowers the aim by more than the last: about log2(budget) at most
-
-
-@dataclass(frozen=True, slots=True)
-class ToolsResult:
-    """Tool outputs fitted to their zone.
-
-    Attributes:
-        text: The rendered section (empty when nothing fit or none was given).
-        tokens: Its exact token count, ``<= budget``.
-        budget: The tool zone.
-        kept: Names of the outputs in ``text``, in input order.
-        truncated: Names of the kept outputs that were cut at a line boundary.
-        dropped: Names of the outputs left out.
-    """
-
-    text: str
-    tokens: int
-    budget: int
-    kept: tuple[str, ...] = ()
-    truncated: tuple[str, ...] = ()
-    dropped: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tokens": self.tokens,
-            "budget": self.budget,
-            "kept": list(self.kept),
-            "truncated": list(self.truncated),
-            "dropped": list(self.dropped),
-            "text": self.text,
-        }
 
 
 def _escape_tags(body: str) -> str:
@@ -177,7 +147,7 @@ def _probe(body: str, i: int) -> str:
 
 
 def _open_tag(name: str) -> str:
-    return f'<tool_output name="{_attr(name)}">\n'
+    return f'<tool_output name="{attr_value(name)}">\n'
 
 
 _CLOSE_TAG = "\n</tool_output>\n"
@@ -312,7 +282,7 @@ def fit_tools(
     Args:
         checkpoint: Called with ``"tools"`` between passes; it may raise to stop
             (the assembler's cancellation check raises
-            :class:`~contextwright.errors.AssemblyCancelled`).
+            :class:`~contextwright.core.errors.AssemblyCancelled`).
 
     Raises:
         InputError: a tool without a string ``name`` and ``content``.

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from contextwright.errors import missing_extra
+from contextwright.core.errors import missing_extra
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     _require_extra()
     from fastapi import FastAPI
 
-    import contextwright
     from contextwright.service import docs, middleware, problems, routes, schemas
     from contextwright.service.assemblers import Assemblers, open_resources
     from contextwright.service.lifecycle import Lifecycle
@@ -56,7 +55,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
 
     app = FastAPI(
         title="contextwright",
-        version=contextwright.__version__,
+        version=package_version(),  # /healthz reports it too
         description="Context assembly for RAG: exact token budgets, dedup, ordering, citations.",
         responses=problems.responses(*_answers(cfg)),
         lifespan=lifespan,
@@ -71,6 +70,14 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     middleware.setup_access_log(cfg)
     docs.add_docs(app, title=app.title)
     return app
+
+
+def package_version() -> str:
+    """contextwright's version (``contextwright.__version__``, from ``core.version``: the service
+    sits below the package root and does not import it)."""
+    from contextwright.core.version import __version__
+
+    return __version__
 
 
 def _answers(cfg: ServiceConfig) -> tuple[int, ...]:

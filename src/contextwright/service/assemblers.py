@@ -13,14 +13,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from contextwright.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
-from contextwright.service.problems import Failure, Loc, config_loc
+from contextwright.core.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
+from contextwright.service.problems import Failure, Loc, config_error_loc
 from contextwright.service.references import load_priors, screen_stages
 from contextwright.service.security import vet_pipeline, vet_tokenizer
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
-    from contextwright.assembler import Assembler
+    from contextwright.assembly.assembler import Assembler
 
 __all__ = ["Assemblers", "open_resources"]
 
@@ -68,12 +68,12 @@ class Assemblers:
 
     def _build(self, o: Mapping[str, Any]) -> Assembler:
         """Build an assembler, attributing each library error to the request field that caused it."""
-        from contextwright.assembler import Assembler
-        from contextwright.budget import get_model
-        from contextwright.config import get_preset, pipeline_from_config
+        from contextwright.assembly.assembler import Assembler
+        from contextwright.assembly.presets import get_preset, pipeline_from_config
         from contextwright.render.format import get_format
         from contextwright.stages.order import order_stage
         from contextwright.tokens import get_tokenizer
+        from contextwright.tokens.zones import get_model
 
         def check(loc: Loc, fn: Callable[[], Any]) -> Any:
             try:
@@ -81,7 +81,7 @@ class Assemblers:
             except BudgetError as exc:
                 raise Failure(400, "no-room-for-documents", str(exc), loc) from None
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
-                raise Failure(422, "invalid-option", str(exc), config_loc(str(exc), loc)) from None
+                raise Failure(422, "invalid-option", str(exc), config_error_loc(exc, loc)) from None
 
         if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
             vet_tokenizer(o["tokenizer"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from contextwright.errors import missing_extra
+from contextwright.core.errors import missing_extra
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

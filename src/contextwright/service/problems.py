@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from contextwright.errors import did_you_mean
+from contextwright.core.errors import did_you_mean
 from contextwright.service.schemas import Problem, dumps
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
 
 __all__ = [
     "PHRASES",
@@ -32,7 +33,9 @@ __all__ = [
     "add_handlers",
     "body_too_large",
     "capped",
+    "config_error_loc",
     "config_loc",
+    "input_error_loc",
     "input_loc",
     "problem_body",
     "responses",
@@ -114,6 +117,11 @@ def body_too_large(limit: int) -> str:
     return f"request body exceeds the limit of {limit} bytes (max_body_bytes); send fewer or shorter chunks."
 
 
+# The message regexes below are the fallback for errors that carry no ``loc``
+# (:attr:`contextwright.core.errors.ContextwrightError.loc`). Those that remain: every InputError
+# (``chunks[3].score: ...``, raised in types/io, which set no loc yet), check_tree's paths
+# (``body.chunks[0].metadata.k``, see dotted_loc), and a ConfigError naming ``stages[n]`` that
+# pipeline_from_config did not raise (Pipeline given a non-stage object).
 # Anchored, one bounded or single unbounded run each: linear in the message. Indices have at most
 # 9 digits, so int() never meets a number too long to convert.
 _CHUNK_PATH = re.compile(r"^chunks\[(\d{1,9})\](?:\.((?:metadata\.)?\w+))?")
@@ -157,11 +165,38 @@ def input_loc(message: str) -> Loc:
     return loc
 
 
+def input_error_loc(exc: BaseException) -> Loc:
+    """The request field an InputError from ``assemble`` is about.
+
+    Its ``loc`` is relative to ``assemble``'s arguments (``("chunks", 3, "score")``), which the
+    request body names alike; without one, the message is read (:func:`input_loc`).
+    """
+    loc: tuple[str | int, ...] = getattr(exc, "loc", ())
+    if loc:
+        return ["body", *(capped(p) for p in loc)]
+    return input_loc(str(exc))
+
+
 def config_loc(message: str, base: Loc) -> Loc:
     """Narrow ``body.config`` to the stage a ConfigError message names (``stages[2]: ...``)."""
     m = _STAGE_PATH.match(message)
     if m and base == ["body", "config"]:
         return [*base, "stages", int(m.group(1))]
+    return base
+
+
+def config_error_loc(exc: BaseException, base: Loc) -> Loc:
+    """Narrow ``body.config`` to the stage a library error is about, from its ``loc``.
+
+    ``("stages", 2, "threshold")`` gives body/config/stages/2: the answer names the stage, as
+    it always has, not the setting below it (the message names that). Without a ``loc``, the
+    message is read (:func:`config_loc`).
+    """
+    loc: tuple[str | int, ...] = getattr(exc, "loc", ())
+    if not loc:
+        return config_loc(str(exc), base)
+    if base == ["body", "config"] and len(loc) >= 2 and loc[0] == "stages" and isinstance(loc[1], int):
+        return [*base, "stages", loc[1]]
     return base
 
 
@@ -266,73 +301,89 @@ def add_handlers(app: FastAPI) -> None:
     """Translate every error FastAPI sees into a problem detail."""
     from fastapi.exceptions import RequestValidationError
 
-    @app.exception_handler(RequestValidationError)
-    async def on_validation(request: Request, exc: RequestValidationError) -> Any:
-        errors: list[dict[str, Any]] = []
-        for e in exc.errors():
-            raw = list(e.get("loc", ()))
-            keep = raw[-1:] if e.get("type") == "extra_forbidden" else []  # the unknown key itself
-            parts = [p for p in raw[: len(raw) - len(keep)] if not _union_tag(p)] + keep
-            loc: Loc = [capped(p if isinstance(p, int) else str(p)) for p in parts]
-            msg = str(e.get("msg", ""))
-            if e.get("type") == "extra_forbidden":
-                named = _unknown_field(request, loc)  # lists the valid fields itself
-                msg = named or msg
-                valid = VALID_KEYS.get(request.url.path)
-                if named is None and len(loc) == 2 and valid:
-                    msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
-            errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
-        # A union (chunks: a list or named lists) reports the alternative that did not apply as a
-        # type error at the field itself; when a deeper error explains the input, it is noise.
-        errors = [
-            e
-            for e in errors
-            if not (
-                e["type"] in ("list_type", "dict_type", "model_type")
-                and any(
-                    len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"])] == e["loc"] for o in errors
-                )
-            )
-        ]
-        # A misspelled field first: its "did you mean" explains the "field required" that comes with it.
-        errors.sort(key=lambda x: x["type"] != "extra_forbidden")
-        first_loc: Loc = errors[0]["loc"] if errors else ["body"]
-        first_msg = errors[0]["msg"] if errors else "invalid request"
-        path = ".".join(str(p) for p in first_loc)
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        return problem_response(
-            problem_body(422, "validation-error", f"{path}: {first_msg}{more}", loc=first_loc, errors=errors)
+    app.exception_handler(RequestValidationError)(on_validation)
+    app.exception_handler(StarletteHTTPException)(on_http)
+    app.exception_handler(Failure)(on_failure)
+    app.exception_handler(Exception)(on_crash)
+
+
+async def on_validation(request: Request, exc: RequestValidationError) -> Any:
+    """422 for a request the schema refuses: every error, the most telling first."""
+    errors = _significant(_validation_errors(request, exc))
+    # A misspelled field first: its "did you mean" explains the "field required" that comes with it.
+    errors.sort(key=lambda x: x["type"] != "extra_forbidden")
+    first_loc: Loc = errors[0]["loc"] if errors else ["body"]
+    first_msg = errors[0]["msg"] if errors else "invalid request"
+    path = ".".join(str(p) for p in first_loc)
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return problem_response(
+        problem_body(422, "validation-error", f"{path}: {first_msg}{more}", loc=first_loc, errors=errors)
+    )
+
+
+def _validation_errors(request: Request, exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Pydantic's errors with request-shaped locations (no union tags) and named unknown fields."""
+    errors: list[dict[str, Any]] = []
+    for e in exc.errors():
+        raw = list(e.get("loc", ()))
+        keep = raw[-1:] if e.get("type") == "extra_forbidden" else []  # the unknown key itself
+        parts = [p for p in raw[: len(raw) - len(keep)] if not _union_tag(p)] + keep
+        loc: Loc = [capped(p if isinstance(p, int) else str(p)) for p in parts]
+        msg = str(e.get("msg", ""))
+        if e.get("type") == "extra_forbidden":
+            named = _unknown_field(request, loc)  # lists the valid fields itself
+            msg = named or msg
+            valid = VALID_KEYS.get(request.url.path)
+            if named is None and len(loc) == 2 and valid:
+                msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
+        errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
+    return errors
+
+
+def _significant(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``errors`` without a union's noise.
+
+    A union (chunks: a list or named lists) reports the alternative that did not apply as
+    a type error at the field itself; when a deeper error explains the input, it is noise.
+    """
+    return [
+        e
+        for e in errors
+        if not (
+            e["type"] in ("list_type", "dict_type", "model_type")
+            and any(len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"])] == e["loc"] for o in errors)
         )
+    ]
 
-    @app.exception_handler(StarletteHTTPException)
-    async def on_http(request: Request, exc: StarletteHTTPException) -> Any:
-        if isinstance(exc, BodyTooLarge):
-            return problem_response(
-                problem_body(413, "body-too-large", body_too_large(exc.limit), loc=["body"])
-            )
-        if isinstance(exc, BodyTimeout):
-            detail = (
-                f"the request body did not arrive within {exc.timeout_s:g} s (body_timeout_s); "
-                "send it at once."
-            )
-            return problem_response(
-                problem_body(408, "body-timeout", detail, loc=["body"]), headers={"connection": "close"}
-            )
-        code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
-        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
-        if exc.status_code == 400 and request.method == "POST":
-            code, detail = (
-                "unparseable-body",
-                f"{detail}: send a UTF-8 JSON object (Content-Type: application/json).",
-            )
-        status = exc.status_code if exc.status_code in PHRASES else 400
-        return problem_response(problem_body(status, code, detail), headers=exc.headers)  # keeps Allow on 405
 
-    @app.exception_handler(Failure)
-    async def on_failure(request: Request, exc: Failure) -> Any:
-        return problem_response(problem_body(exc.status, exc.code, exc.detail, loc=exc.loc))
+async def on_http(request: Request, exc: StarletteHTTPException) -> Any:
+    """Starlette's HTTP errors (404, 405, an unparseable body) and the body limits, as problems."""
+    if isinstance(exc, BodyTooLarge):
+        return problem_response(problem_body(413, "body-too-large", body_too_large(exc.limit), loc=["body"]))
+    if isinstance(exc, BodyTimeout):
+        detail = (
+            f"the request body did not arrive within {exc.timeout_s:g} s (body_timeout_s); send it at once."
+        )
+        return problem_response(
+            problem_body(408, "body-timeout", detail, loc=["body"]), headers={"connection": "close"}
+        )
+    code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+    detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+    if exc.status_code == 400 and request.method == "POST":
+        code, detail = (
+            "unparseable-body",
+            f"{detail}: send a UTF-8 JSON object (Content-Type: application/json).",
+        )
+    status = exc.status_code if exc.status_code in PHRASES else 400
+    return problem_response(problem_body(status, code, detail), headers=exc.headers)  # keeps Allow on 405
 
-    @app.exception_handler(Exception)
-    async def on_crash(request: Request, exc: Exception) -> Any:  # a bug, not bad input
-        logger.exception("unhandled error", extra={"path": request.url.path})
-        return problem_response(problem_body(500, "internal-error", "internal error; see the server log."))
+
+async def on_failure(request: Request, exc: Failure) -> Any:
+    """A :class:`Failure` as its problem."""
+    return problem_response(problem_body(exc.status, exc.code, exc.detail, loc=exc.loc))
+
+
+async def on_crash(request: Request, exc: Exception) -> Any:  # a bug, not bad input
+    """500 for anything else, logged with its traceback; the client learns nothing of it."""
+    logger.exception("unhandled error", extra={"path": request.url.path})
+    return problem_response(problem_body(500, "internal-error", "internal error; see the server log."))

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.service.problems import Failure
 from contextwright.service.settings import BUILTIN_PRIORS, ServiceConfig
 
 if TYPE_CHECKING:
-    from contextwright.eval.priors import PositionalPrior
+    from contextwright.stages.priors import PositionalPrior
 
 __all__ = ["TEXT_SETTINGS", "load_priors", "reference_kind", "screen_stages"]
 
@@ -50,7 +50,7 @@ def load_priors(cfg: ServiceConfig) -> dict[str, PositionalPrior]:
     Raises:
         ConfigError: naming the setting, the prior's name and what is wrong with its file.
     """
-    from contextwright.eval.priors import load_prior
+    from contextwright.stages.priors import load_prior
 
     out: dict[str, PositionalPrior] = {}
     for name, path in cfg.priors:
@@ -100,7 +100,7 @@ def _shown(value: Any) -> str:
 
 def _prior(value: Any, i: int, priors: Mapping[str, PositionalPrior]) -> Any:
     """The ``prior`` a request stage may use: inline data, or a known name (a server name becomes its data)."""
-    from contextwright.eval.priors import prior_from_mapping
+    from contextwright.stages.priors import prior_from_mapping
 
     loc: list[str | int] = ["body", "config", "stages", i, "prior"]
     if isinstance(value, Mapping):

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi.responses import HTMLResponse, Response
 
-import contextwright
-from contextwright.errors import (
+from contextwright.core.errors import (
     AssemblyCancelled,
     BudgetError,
     ConfigError,
@@ -23,7 +22,7 @@ from contextwright.errors import (
 from contextwright.service.assemblers import Assemblers
 from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
-from contextwright.service.problems import VALID_KEYS, Failure, Loc, dotted_loc, input_loc, responses
+from contextwright.service.problems import VALID_KEYS, Failure, Loc, dotted_loc, input_error_loc, responses
 from contextwright.service.runner import Runner
 from contextwright.service.schemas import (
     AssembleResponse,
@@ -38,7 +37,7 @@ from contextwright.service.settings import ServiceConfig
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from contextwright.types import Citation
+    from contextwright.render.context import Citation
 
 __all__ = ["add_routes", "build_default_assembler"]
 
@@ -81,10 +80,47 @@ def build_default_assembler(cfg: ServiceConfig, models: RequestModels, assembler
 
 def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metrics) -> bytes:
     """Run one ``/v1/assemble`` request (in a pool thread) and encode its response."""
-    from contextwright.inspector import block_rows, input_rows
+    from contextwright.assembly.inspector import block_rows, input_rows
 
     options = options_of(req, cfg)
-    budget = req.budget if req.budget is not None else cfg.budget
+    budget = request_budget(req, cfg, options)
+    check_strings(req)
+    assembler = assemblers.get(options)
+    lists = chunk_lists(req, cfg)
+    check_work(sum(len(v) for v in lists.values()), assembler.pipeline, cfg, tools=len(req.tools or ()))
+    # An explicit "text": null stays, so the chunk is dropped as empty ("text is null"), not "has no text".
+    given = {
+        name: [
+            {**c.model_dump(exclude_none=True), **({"text": None} if _null_text(c) else {})} for c in items
+        ]
+        for name, items in lists.items()
+    }
+    tools, history = zone_inputs(req)
+    previous = req.previous.model_dump() if req.previous is not None else None
+    chunks: Any = given if isinstance(req.chunks, dict) else given[""]
+    try:
+        ctx = assembler.assemble(
+            req.query, chunks, budget=budget, history=history, tools=tools, previous=previous
+        )
+    except AssemblyCancelled:
+        raise  # its request has had its 504 already; the runner counts it
+    except ContextwrightError as exc:
+        raise library_failure(exc, req) from None
+    metrics.observe_context(ctx)
+    out = ctx.to_dict()
+    out["blocks"] = block_rows(ctx, assembler.pipeline.format, assembler.tokenizer)
+    if req.inspect:
+        out["inputs"] = [row for items in given.values() for row in input_rows(items)]
+    return dumps(out)
+
+
+def request_budget(req: Any, cfg: ServiceConfig, options: dict[str, Any]) -> int | None:
+    """The documents budget of a request (its own, else the server's); ``None`` when the model gives it.
+
+    Raises:
+        Failure: 422 ``missing-budget`` when neither a budget nor a model is known.
+    """
+    budget: int | None = req.budget if req.budget is not None else cfg.budget
     if budget is None and not options["model"]:
         raise Failure(
             422,
@@ -93,10 +129,12 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             "this server has no default (set CONTEXTWRIGHT_BUDGET or CONTEXTWRIGHT_MODEL).",
             ["body", "budget"],
         )
-    check_strings(req)
-    assembler = assemblers.get(options)
-    named = isinstance(req.chunks, dict)
-    lists: dict[str, Any] = req.chunks if named else {"": req.chunks}
+    return budget
+
+
+def chunk_lists(req: Any, cfg: ServiceConfig) -> dict[str, Any]:
+    """The request's ranked lists by name (``""`` for a single list), at most ``max_chunks`` in all."""
+    lists: dict[str, Any] = req.chunks if isinstance(req.chunks, dict) else {"": req.chunks}
     total = sum(len(v) for v in lists.values())
     if total > cfg.max_chunks:
         raise Failure(
@@ -105,15 +143,11 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             f"the named lists hold {total:,} chunks in all; at most {cfg.max_chunks:,} (max_chunks).",
             ["body", "chunks"],
         )
-    check_work(total, assembler.pipeline, cfg, tools=len(req.tools or ()))
-    # An explicit "text": null stays, so the chunk is dropped as empty ("text is null"), not "has no text".
-    given = {
-        name: [
-            {**c.model_dump(exclude_none=True), **({"text": None} if _null_text(c) else {})} for c in items
-        ]
-        for name, items in lists.items()
-    }
-    chunks: Any = given if named else given[""]
+    return lists
+
+
+def zone_inputs(req: Any) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """The tool outputs and history turns as plain dicts, each refused without its zone's tokens."""
     tools = [t.model_dump() for t in req.tools] if req.tools is not None else None
     if tools is not None and req.tool_tokens <= 0:
         raise Failure(
@@ -123,7 +157,6 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             "(the tokens the tool outputs may use), e.g. 1000.",
             ["body", "tool_tokens"],
         )
-    previous = req.previous.model_dump() if req.previous is not None else None
     history = [t.model_dump() for t in req.history] if req.history is not None else None
     if history is not None and req.history_tokens <= 0:
         raise Failure(
@@ -133,31 +166,23 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
             "(the tokens the history may use), e.g. 1000.",
             ["body", "history_tokens"],
         )
-    try:
-        ctx = assembler.assemble(
-            req.query, chunks, budget=budget, history=history, tools=tools, previous=previous
-        )
-    except InputError as exc:
-        raise Failure(422, "invalid-chunk", str(exc), input_loc(str(exc))) from None
-    except HistoryBudgetError as exc:
-        raise Failure(400, "no-room-for-history", str(exc), ["body", "history_tokens"]) from None
-    except BudgetError as exc:
-        raise Failure(400, "no-room-for-documents", str(exc), ["body", "budget"]) from None
-    except (ConfigError, MissingDependencyError) as exc:
+    return tools, history
+
+
+def library_failure(exc: ContextwrightError, req: Any) -> Failure:
+    """The problem for an error the library raised while assembling, naming the field it is about."""
+    if isinstance(exc, InputError):
+        return Failure(422, "invalid-chunk", str(exc), input_error_loc(exc))
+    if isinstance(exc, HistoryBudgetError):
+        return Failure(400, "no-room-for-history", str(exc), ["body", "history_tokens"])
+    if isinstance(exc, BudgetError):
+        return Failure(400, "no-room-for-documents", str(exc), ["body", "budget"])
+    if isinstance(exc, (ConfigError, MissingDependencyError)):
         where: Loc = ["body", "config"] if req.config is not None else ["body", "preset"]
-        raise Failure(422, "invalid-option", str(exc), where) from None
-    except StoreError as exc:
-        raise Failure(503, "store-unavailable", str(exc)) from None
-    except AssemblyCancelled:
-        raise  # its request has had its 504 already; the runner counts it
-    except ContextwrightError as exc:
-        raise Failure(422, "assembly-failed", str(exc)) from None
-    metrics.observe_context(ctx)
-    out = ctx.to_dict()
-    out["blocks"] = block_rows(ctx, assembler.pipeline.format, assembler.tokenizer)
-    if req.inspect:
-        out["inputs"] = [row for items in given.values() for row in input_rows(items)]
-    return dumps(out)
+        return Failure(422, "invalid-option", str(exc), where)
+    if isinstance(exc, StoreError):
+        return Failure(503, "store-unavailable", str(exc))
+    return Failure(422, "assembly-failed", str(exc))
 
 
 def check_strings(req: Any) -> None:
@@ -166,7 +191,7 @@ def check_strings(req: Any) -> None:
     JSON may spell one (``"\\ud800"``); it is not valid Unicode, so it would fail
     later in a hash, a tokenizer or the response encoder.
     """
-    from contextwright.types import check_tree
+    from contextwright.model.fields import check_tree
 
     try:
         check_tree(req.model_dump(), "body")
@@ -180,7 +205,7 @@ def check_strings(req: Any) -> None:
 def check_work(chunks: int, pipeline: Any, cfg: ServiceConfig, *, tools: int = 0) -> None:
     """Refuse a request whose work (chunks × Σ stage work + tool outputs × TOOL_WORK) exceeds
     ``max_request_work``."""
-    from contextwright.limits import stage_work
+    from contextwright.core.limits import stage_work
     from contextwright.render.tools import TOOL_WORK
 
     per_chunk = sum(stage_work(s) for s in pipeline.stages)
@@ -228,7 +253,7 @@ def resolve(req: Any) -> bytes:
 
 
 def citation_obj(c: CitationIn) -> "Citation":
-    from contextwright.types import Citation
+    from contextwright.render.context import Citation
 
     return Citation(
         index=c.index,
@@ -257,14 +282,25 @@ def add_routes(
     runner: Runner,
     lifecycle: Lifecycle,
 ) -> None:
-    """Register the endpoints on ``app``."""
-    from contextwright.config import list_presets
-    from contextwright.inspector import render_page
+    """Register the endpoints on ``app`` (in this order: it is the order of the OpenAPI paths)."""
+    VALID_KEYS["/v1/assemble"] = sorted(models.AssembleRequest.model_fields)
+    VALID_KEYS["/v1/citations/resolve"] = sorted(models.ResolveRequest.model_fields)
+    add_work_routes(app, cfg, models, assemblers, metrics, runner)
+    add_probe_routes(app, assemblers, metrics, lifecycle)
+    add_inspector_route(app, cfg)
 
+
+def add_work_routes(
+    app: "FastAPI",
+    cfg: ServiceConfig,
+    models: RequestModels,
+    assemblers: Assemblers,
+    metrics: Metrics,
+    runner: Runner,
+) -> None:
+    """``POST /v1/assemble`` and ``POST /v1/citations/resolve``: the request models are the app's own."""
     AssembleRequest = models.AssembleRequest
     ResolveRequest = models.ResolveRequest
-    VALID_KEYS["/v1/assemble"] = sorted(AssembleRequest.model_fields)
-    VALID_KEYS["/v1/citations/resolve"] = sorted(ResolveRequest.model_fields)
 
     @app.post(
         "/v1/assemble",
@@ -285,6 +321,10 @@ def add_routes(
     async def resolve_endpoint(req: ResolveRequest) -> Any:  # type: ignore[valid-type]
         return Response(resolve(req), media_type="application/json")
 
+
+def add_probe_routes(app: "FastAPI", assemblers: Assemblers, metrics: Metrics, lifecycle: Lifecycle) -> None:
+    """``GET /healthz`` (the version is the app's, set by create_app) and ``GET /metrics``."""
+
     @app.get(
         "/healthz",
         response_model=Health,
@@ -294,7 +334,7 @@ def add_routes(
     async def healthz() -> Any:
         body = {
             "status": "draining" if lifecycle.draining else "ok",
-            "version": contextwright.__version__,
+            "version": app.version,
             "assemblers": len(assemblers),
             "in_flight": lifecycle.in_flight,
         }
@@ -317,6 +357,12 @@ def add_routes(
     async def metrics_endpoint() -> Any:
         body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
+
+
+def add_inspector_route(app: "FastAPI", cfg: ServiceConfig) -> None:
+    """``GET /``: the interactive assembly inspector, offering the server's presets and defaults."""
+    from contextwright.assembly.inspector import render_page
+    from contextwright.assembly.presets import list_presets
 
     page_options = {
         "presets": list(list_presets()),

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from contextwright.errors import AssemblyCancelled
-from contextwright.pipeline import cancel_on
+from contextwright.assembly.loop import cancel_on
+from contextwright.core.errors import AssemblyCancelled
 from contextwright.service.metrics import Metrics
 from contextwright.service.problems import Failure
 from contextwright.service.settings import ServiceConfig

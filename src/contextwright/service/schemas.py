@@ -1,22 +1,24 @@
 """Request and response schemas of the HTTP service, and the JSON encoder.
 
-The response models (and :class:`CitationIn`) are the same for every app, so they
-are module-level classes. The request models carry the app's limits
-(``max_chunks``, ``max_text_chars``, ``max_query_chars``), so :func:`request_models`
-builds them per app: two apps with different limits in one process each validate
-with their own.
+The response models (and :class:`CitationIn`, :class:`FusionIn`) are the same for
+every app, so they are module-level classes. The request models carry the app's
+limits (``max_chunks``, ``max_text_chars``, ``max_query_chars``), so
+:func:`request_models` builds them per app, one function per model family, and
+``AssembleRequest`` from its field groups (input, tools, previous, pipeline,
+history): two apps with different limits in one process each validate with their own.
 
 Note: this module does not use ``from __future__ import annotations``: FastAPI
 and pydantic resolve annotations at run time and need the real objects, and the
-per-app classes are local to :func:`request_models`.
+per-app classes are local to the functions that build them.
 """
 
 import dataclasses
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from contextwright.model.fields import FIELD_ALIASES
 from contextwright.service.settings import ServiceConfig
 
 __all__ = [
@@ -48,7 +50,7 @@ OrderName: Any = Literal[
     "bookend",
     "auto",
 ]
-TEXT_ALIASES = ("text", "content", "page_content", "chunk", "passage")
+TEXT_ALIASES = FIELD_ALIASES["text"]
 
 
 # -- responses (the same for every app) ----------------------------------------------
@@ -259,14 +261,52 @@ class RequestModels:
     ResolveRequest: type[BaseModel]
 
 
+ASSEMBLE_EXAMPLE: dict[str, Any] = {
+    "query": "Who discovered X-rays?",
+    "budget": 300,
+    "chunks": [
+        {"id": "a", "text": "Wilhelm Röntgen discovered X-rays in 1895.", "score": 0.9},
+        {"id": "b", "text": "X-rays are electromagnetic radiation.", "score": 0.4},
+    ],
+}
+
+
+class FusionIn(BaseModel):
+    """Fusion settings for named lists."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    method: Literal["score", "rrf"] = "score"
+    k: int = Field(60, ge=1, le=10_000)
+    weights: dict[Annotated[str, Field(max_length=100)], Annotated[float, Field(ge=0, le=1000)]] = Field(
+        default_factory=dict
+    )
+
+
 def request_models(cfg: ServiceConfig) -> RequestModels:
     """Build the request models whose limits come from ``cfg``."""
-    from contextwright.config import list_presets
+    TurnIn, ToolIn = conversation_models(cfg)
+    ChunkIn = chunk_model(cfg)
+    AssembleRequest = create_model(
+        "AssembleRequest",
+        __config__=ConfigDict(
+            extra="forbid", strict=True, json_schema_extra={"examples": [ASSEMBLE_EXAMPLE]}
+        ),
+        __doc__="Chunks to assemble for a query, and how.",
+        __module__=__name__,
+        **input_fields(cfg, ChunkIn),
+        **tool_fields(cfg, ToolIn),
+        **previous_fields(previous_model(cfg)),
+        **pipeline_fields(cfg),
+        **history_fields(cfg, TurnIn),
+        inspect=(bool, Field(False, description="Also return the normalized inputs (for the inspector).")),
+    )
+    ContextIn, ResolveRequest = resolve_models(cfg)
+    return RequestModels(TurnIn, ChunkIn, AssembleRequest, ContextIn, ResolveRequest)
 
+
+def conversation_models(cfg: ServiceConfig) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The models of one conversation turn and of one tool output."""
     max_text = cfg.max_text_chars
-    # Enums for the schema (and for clients); the library still checks the values.
-    PresetName: Any = Literal[tuple(sorted(list_presets()))]
-    text_aliases = TEXT_ALIASES
 
     class TurnIn(BaseModel):
         """One conversation turn."""
@@ -284,22 +324,12 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
         name: str = Field(min_length=1, max_length=200)
         content: str = Field(max_length=max_text)
 
-    class FusionIn(BaseModel):
-        """Fusion settings for named lists."""
+    return TurnIn, ToolIn
 
-        model_config = ConfigDict(extra="forbid", strict=True)
-        method: Literal["score", "rrf"] = "score"
-        k: int = Field(60, ge=1, le=10_000)
-        weights: dict[Annotated[str, Field(max_length=100)], Annotated[float, Field(ge=0, le=1000)]] = Field(
-            default_factory=dict
-        )
 
-    class PreviousIn(BaseModel):
-        """A previous /v1/assemble response; its citations and text are read."""
-
-        model_config = ConfigDict(extra="ignore", strict=True)
-        text: str = Field("", max_length=max_text * 100)
-        citations: list[CitationIn] = Field(default_factory=list, max_length=cfg.max_chunks)
+def chunk_model(cfg: ServiceConfig) -> type[BaseModel]:
+    """The model of one retrieved chunk; its text aliases are held to the same length as ``text``."""
+    max_text = cfg.max_text_chars
 
     class ChunkIn(BaseModel):
         """A retrieved chunk. Only ``text`` (or an alias: content, page_content) is required;
@@ -324,100 +354,30 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
             extra = self.model_extra
             if not extra:
                 return self
-            for key in text_aliases[1:]:
+            for key in TEXT_ALIASES[1:]:
                 value = extra.get(key)
                 if isinstance(value, str) and len(value) > max_text:
                     raise ValueError(f"{key} must have at most {max_text} characters")
             return self
 
-    class AssembleRequest(BaseModel):
-        """Chunks to assemble for a query, and how."""
+    return ChunkIn
 
-        model_config = ConfigDict(
-            extra="forbid",
-            strict=True,
-            json_schema_extra={
-                "examples": [
-                    {
-                        "query": "Who discovered X-rays?",
-                        "budget": 300,
-                        "chunks": [
-                            {"id": "a", "text": "Wilhelm Röntgen discovered X-rays in 1895.", "score": 0.9},
-                            {"id": "b", "text": "X-rays are electromagnetic radiation.", "score": 0.4},
-                        ],
-                    }
-                ]
-            },
-        )
-        query: str = Field("", max_length=cfg.max_query_chars, description="The user's query.")
-        chunks: (
-            Annotated[list[ChunkIn], Field(max_length=cfg.max_chunks)]
-            | Annotated[
-                dict[
-                    Annotated[str, Field(min_length=1, max_length=100)],
-                    Annotated[list[ChunkIn], Field(max_length=cfg.max_chunks)],
-                ],
-                Field(min_length=1, max_length=32),
-            ]
-        ) = Field(
-            description="Retrieved chunks, best first or with scores; or named ranked lists "
-            '({"bm25": [...], "dense": [...]}), fused first (see fusion). At most max_chunks in all.'
-        )
-        fusion: Literal["score", "rrf"] | FusionIn | None = Field(
-            None,
-            description='How named lists are fused: "score" (default: weighted sum of min-max '
-            'normalized scores), "rrf", or {"method", "k", "weights": {"dense": 2}}.',
-        )
-        tools: list[ToolIn] | None = Field(
-            None,
-            max_length=cfg.max_chunks,
-            description="Tool outputs, fitted to tool_tokens and rendered in their own escaped "
-            "section (response: report.tools, with the section's text).",
-        )
-        tool_tokens: int = Field(0, ge=0, le=10_000_000, description="The tool-output zone in tokens.")
-        tool_policy: Literal["drop_largest", "truncate"] = Field(
-            "drop_largest", description="What gives way when the tools exceed tool_tokens."
-        )
-        stable_order: bool = Field(
-            False, description="Keep the blocks of previous first, in their order (prompt caching)."
-        )
-        previous: PreviousIn | None = Field(
-            None,
-            description="The previous /v1/assemble response of this conversation (its citations and "
-            "text are read): with stable_order its surviving blocks come first; "
-            "report.stable_prefix_tokens says how much of the text is unchanged.",
-        )
-        preset: PresetName | None = Field(None, description="A server preset (default: the server's).")
-        config: dict[str, Any] | None = Field(
-            None,
-            description='A pipeline config ({"stages": [...], "format": ...}), or overrides of the '
-            'preset ({"format": "numbered"}). Same shape as contextwright config files.',
-        )
-        model: str | None = Field(None, max_length=200, description="Model name: tokenizer and zone budget.")
-        budget: int | None = Field(None, ge=0, le=10_000_000, description="Documents budget in tokens.")
-        tokenizer: str | None = Field(
-            None, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+(:[0-9.]+)?$", description="Tokenizer name."
-        )
-        format: FormatName | dict[str, Any] | None = Field(
-            None, description='Format override: a name, or {"type": "template", ...} if the server allows it.'
-        )
-        order: OrderName | None = Field(
-            None, description="Order override (replaces the preset's order stage)."
-        )
-        system: str | None = Field(
-            "default", max_length=max_text, description="System prompt name or text (counted in zones)."
-        )
-        history_tokens: int = Field(0, ge=0, le=10_000_000)
-        history: list[TurnIn] | None = Field(
-            None,
-            max_length=cfg.max_chunks,
-            description="Earlier conversation turns, oldest first, trimmed to history_tokens (oldest "
-            "first; never a system message or the latest user turn); report.history has the kept "
-            "messages and the dropped positions.",
-        )
-        output_tokens: int | None = Field(None, ge=0, le=10_000_000)
-        buffer_tokens: int = Field(128, ge=0, le=10_000_000)
-        inspect: bool = Field(False, description="Also return the normalized inputs (for the inspector).")
+
+def previous_model(cfg: ServiceConfig) -> type[BaseModel]:
+    """The model of a previous ``/v1/assemble`` response, as a request sends it back."""
+
+    class PreviousIn(BaseModel):
+        """A previous /v1/assemble response; its citations and text are read."""
+
+        model_config = ConfigDict(extra="ignore", strict=True)
+        text: str = Field("", max_length=cfg.max_text_chars * 100)
+        citations: list[CitationIn] = Field(default_factory=list, max_length=cfg.max_chunks)
+
+    return PreviousIn
+
+
+def resolve_models(cfg: ServiceConfig) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The ``/v1/citations/resolve`` request and the context it may carry its citations in."""
 
     class ContextIn(BaseModel):
         """A previous /v1/assemble response; only its citations are read."""
@@ -429,11 +389,152 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
         """An answer and the citations (or the whole assemble response) it was written from."""
 
         model_config = ConfigDict(extra="forbid", strict=True)
-        answer: str = Field(max_length=max_text)
+        answer: str = Field(max_length=cfg.max_text_chars)
         citations: list[CitationIn] | None = Field(None, max_length=cfg.max_chunks)
         context: ContextIn | None = None
 
-    return RequestModels(TurnIn, ChunkIn, AssembleRequest, ContextIn, ResolveRequest)
+    return ContextIn, ResolveRequest
+
+
+# -- the fields of AssembleRequest, by concern, in the order the schema lists them --------
+# Each maps a name to ``(annotation, Field(...))``, as pydantic.create_model takes them.
+
+
+def input_fields(cfg: ServiceConfig, chunk: Any) -> dict[str, Any]:
+    """The query, the chunks (one ranked list, or named lists) and how named lists are fused."""
+    chunk_list = Annotated[list[chunk], Field(max_length=cfg.max_chunks)]
+    named_lists = Annotated[
+        dict[Annotated[str, Field(min_length=1, max_length=100)], chunk_list],
+        Field(min_length=1, max_length=32),
+    ]
+    return {
+        "query": (str, Field("", max_length=cfg.max_query_chars, description="The user's query.")),
+        "chunks": (
+            chunk_list | named_lists,
+            Field(
+                description="Retrieved chunks, best first or with scores; or named ranked lists "
+                '({"bm25": [...], "dense": [...]}), fused first (see fusion). At most max_chunks in all.'
+            ),
+        ),
+        "fusion": (
+            Literal["score", "rrf"] | FusionIn | None,
+            Field(
+                None,
+                description='How named lists are fused: "score" (default: weighted sum of min-max '
+                'normalized scores), "rrf", or {"method", "k", "weights": {"dense": 2}}.',
+            ),
+        ),
+    }
+
+
+def tool_fields(cfg: ServiceConfig, tool: Any) -> dict[str, Any]:
+    """Tool outputs, their zone and what gives way when they do not fit."""
+    return {
+        "tools": (
+            list[tool] | None,
+            Field(
+                None,
+                max_length=cfg.max_chunks,
+                description="Tool outputs, fitted to tool_tokens and rendered in their own escaped "
+                "section (response: report.tools, with the section's text).",
+            ),
+        ),
+        "tool_tokens": (int, Field(0, ge=0, le=10_000_000, description="The tool-output zone in tokens.")),
+        "tool_policy": (
+            Literal["drop_largest", "truncate"],
+            Field("drop_largest", description="What gives way when the tools exceed tool_tokens."),
+        ),
+    }
+
+
+def previous_fields(previous: Any) -> dict[str, Any]:
+    """The previous context of the conversation, and whether its blocks keep their places."""
+    return {
+        "stable_order": (
+            bool,
+            Field(False, description="Keep the blocks of previous first, in their order (prompt caching)."),
+        ),
+        "previous": (
+            previous | None,
+            Field(
+                None,
+                description="The previous /v1/assemble response of this conversation (its citations and "
+                "text are read): with stable_order its surviving blocks come first; "
+                "report.stable_prefix_tokens says how much of the text is unchanged.",
+            ),
+        ),
+    }
+
+
+def pipeline_fields(cfg: ServiceConfig) -> dict[str, Any]:
+    """Which pipeline: preset or config, model, budget, tokenizer, format and order overrides."""
+    from contextwright.assembly.presets import list_presets
+
+    # Enums for the schema (and for clients); the library still checks the values.
+    preset_name: Any = Literal[tuple(sorted(list_presets()))]
+    return {
+        "preset": (preset_name | None, Field(None, description="A server preset (default: the server's).")),
+        "config": (
+            dict[str, Any] | None,
+            Field(
+                None,
+                description='A pipeline config ({"stages": [...], "format": ...}), or overrides of the '
+                'preset ({"format": "numbered"}). Same shape as contextwright config files.',
+            ),
+        ),
+        "model": (
+            str | None,
+            Field(None, max_length=200, description="Model name: tokenizer and zone budget."),
+        ),
+        "budget": (
+            int | None,
+            Field(None, ge=0, le=10_000_000, description="Documents budget in tokens."),
+        ),
+        "tokenizer": (
+            str | None,
+            Field(
+                None, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+(:[0-9.]+)?$", description="Tokenizer name."
+            ),
+        ),
+        "format": (
+            FormatName | dict[str, Any] | None,
+            Field(
+                None,
+                description='Format override: a name, or {"type": "template", ...} if the server allows it.',
+            ),
+        ),
+        "order": (
+            OrderName | None,
+            Field(None, description="Order override (replaces the preset's order stage)."),
+        ),
+    }
+
+
+def history_fields(cfg: ServiceConfig, turn: Any) -> dict[str, Any]:
+    """The system prompt, the conversation history and the zones around the documents."""
+    return {
+        "system": (
+            str | None,
+            Field(
+                "default",
+                max_length=cfg.max_text_chars,
+                description="System prompt name or text (counted in zones).",
+            ),
+        ),
+        "history_tokens": (int, Field(0, ge=0, le=10_000_000)),
+        "history": (
+            list[turn] | None,
+            Field(
+                None,
+                max_length=cfg.max_chunks,
+                description="Earlier conversation turns, oldest first, trimmed to history_tokens (oldest "
+                "first; never a system message or the latest user turn); report.history has the kept "
+                "messages and the dropped positions.",
+            ),
+        ),
+        "output_tokens": (int | None, Field(None, ge=0, le=10_000_000)),
+        "buffer_tokens": (int, Field(128, ge=0, le=10_000_000)),
+    }
 
 
 def dumps(obj: Any) -> bytes:

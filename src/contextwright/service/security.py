@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
 from contextwright.service.problems import Failure, Loc
 from contextwright.service.settings import ServiceConfig
 
@@ -217,9 +217,9 @@ def vet_tokenizer(spec: str | None) -> None:
 def _known_tokenizer(spec: str) -> bool:
     if spec == "chars" or spec.startswith(("chars:", "hf:")):
         return True
-    from contextwright import tokens
+    from contextwright.tokens.registry import registered_tokenizers
 
-    if spec in tokens._FACTORIES:  # register_tokenizer's names (read-only; no public list yet)
+    if spec in registered_tokenizers():  # register_tokenizer's names
         return True
     try:
         import tiktoken

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from contextwright.errors import ConfigError, did_you_mean
+from contextwright.core.errors import ConfigError, did_you_mean
 
 __all__ = ["ENV_PREFIX", "ServiceConfig"]
 
@@ -20,7 +20,7 @@ NON_SETTING_VARIABLES = frozenset(
     {
         "CONTEXTWRIGHT_CONFIG",
         "CONTEXTWRIGHT_SHARED_DATA",
-        # the input readers' caps (contextwright.io), read by the CLI, not the service
+        # the input readers' caps (contextwright.inputs.readers), read by the CLI, not the service
         "CONTEXTWRIGHT_MAX_RECORD_BYTES",
         "CONTEXTWRIGHT_MAX_DOCUMENT_BYTES",
     }
@@ -61,7 +61,7 @@ class ServiceConfig:
         max_assemblers: How many distinct configurations to keep assemblers for.
         max_request_work: Most work one request may ask for: its number of chunks
             times the sum of its stages' work settings (``num_perm``, ``window``,
-            ...; see :mod:`contextwright.limits`), plus 4 per tool output
+            ...; see :mod:`contextwright.core.limits`), plus 4 per tool output
             (``render.tools.TOOL_WORK``). 422 ``too-much-work`` above.
         allow_templates: Accept ``{"type": "template"}`` formats from requests
             (a template can burn CPU, so it is off by default).
@@ -348,7 +348,7 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-#: Prior names that are built in (``contextwright.eval.priors.LIU_2024``); a server may not reuse them.
+#: Prior names that are built in (``contextwright.stages.priors.LIU_2024``); a server may not reuse them.
 BUILTIN_PRIORS = ("liu2024", "liu2024-gpt35-20doc")
 
 

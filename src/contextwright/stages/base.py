@@ -20,9 +20,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from contextwright.errors import ConfigError
-from contextwright.limits import check_settings
-from contextwright.types import Chunk, StageResult, check_tree
+from contextwright.core.errors import ConfigError, located
+from contextwright.core.limits import check_settings
+from contextwright.model.chunk import Chunk
+from contextwright.model.fields import check_tree
+from contextwright.model.report import StageResult
 
 __all__ = [
     "Stage",
@@ -81,7 +83,7 @@ def _guard_init(cls: type[Any]) -> None:
     ``work`` settings are checked before it (an absurd ``num_perm`` is refused
     before anything is allocated for it), the others after it, so the stage's
     own, more specific message ("ratio must be between 0 and 1") wins where it
-    has one (see :mod:`contextwright.limits`).
+    has one (see :mod:`contextwright.core.limits`).
     """
     init = cls.__init__
     if getattr(init, "_bounds_checked", False):
@@ -89,15 +91,27 @@ def _guard_init(cls: type[Any]) -> None:
 
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **settings: Any) -> None:
-        check_settings(cls, settings, work_only=True)
+        _check_bounds(cls, settings, work_only=True)
         for key, value in settings.items():
             if isinstance(value, (str, tuple, list, Mapping)):
-                check_tree(value, f"{cls.name}.{key}", error=ConfigError)
+                with located(key):
+                    check_tree(value, f"{cls.name}.{key}", error=ConfigError)
         init(self, *args, **settings)
-        check_settings(cls, settings)
+        _check_bounds(cls, settings)
 
     __init__._bounds_checked = True  # type: ignore[attr-defined]
     cls.__init__ = __init__
+
+
+def _check_bounds(cls: type[Any], settings: Mapping[str, Any], *, work_only: bool = False) -> None:
+    """:func:`~contextwright.core.limits.check_settings`, whose error carries the setting's name as ``loc``."""
+    try:
+        check_settings(cls, settings, work_only=work_only)
+    except ConfigError:
+        for key, value in settings.items():  # on failure only: the first bad setting, one at a time
+            with located(key):
+                check_settings(cls, {key: value}, work_only=work_only)
+        raise
 
 
 # What the pipeline itself hands to stages; never a resource the caller passes.
@@ -182,14 +196,16 @@ def stage_from_dict(data: Mapping[str, Any]) -> Any:
             f"a stage config must be an object with a 'type' key; got {data!r}. "
             'Example: {"type": "exact_dedup"}.'
         )
-    cls = get_stage_class(str(data["type"]))
+    with located("type"):
+        cls = get_stage_class(str(data["type"]))
     settings = {k: _frozen(v) for k, v in data.items() if k != "type"}
     valid = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(settings) - valid)
     if unknown:
         raise ConfigError(
             f"stage {data['type']!r} has no setting {', '.join(map(repr, unknown))}; "
-            f"valid settings: {', '.join(sorted(valid)) or '(none)'}."
+            f"valid settings: {', '.join(sorted(valid)) or '(none)'}.",
+            loc=(unknown[0],),
         )
     return cls(**settings)
 

@@ -9,25 +9,24 @@ checks the final string exactly (invariant 1).
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.core.sentences import split_sentences
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
+from contextwright.model.spans import compose
 from contextwright.render.meter import Meter
-from contextwright.sentences import split_sentences
-from contextwright.spans import compose
 from contextwright.stages.base import register_stage
-from contextwright.stages.compress import has_term, terms
 from contextwright.stages.filter import by_relevance
-from contextwright.tokens import CachedTokenizer
-from contextwright.types import Change, Chunk, Drop, StageResult
+from contextwright.stages.words import has_term, lower, lowered_sentences, sentence_sizes, terms
 
-__all__ = ["TokenBudget", "clear_caches", "sentence_ends"]
+__all__ = ["TokenBudget", "sentence_ends"]
 
 Policy = Literal["greedy", "stop", "truncate", "fill", "blocks"]
 _POLICIES = ("greedy", "stop", "truncate", "fill", "blocks")
@@ -37,7 +36,7 @@ _WORDS = re.compile(r"\S+")
 def sentence_ends(text: str) -> list[int]:
     """Character offsets just after each sentence end in ``text`` (the last is ``len(text.rstrip())``).
 
-    Uses :func:`contextwright.sentences.split_sentences`, the one splitter of the library.
+    Uses :func:`contextwright.core.sentences.split_sentences`, the one splitter of the library.
     """
     ends = [end for _, end in split_sentences(text)]
     if not ends or ends[-1] != len(text.rstrip()):
@@ -82,7 +81,7 @@ class TokenBudget:
     no sentence fits, the window is one of whole words, the longest that
     fits, placed where the query terms' IDF is highest. A cut block's
     ``spans`` locate its text in the chunk as it entered the pipeline (see
-    :mod:`contextwright.spans`), so its citation points at exactly what the
+    :mod:`contextwright.model.spans`), so its citation points at exactly what the
     model read.
 
     Dropped chunks are reported as ``over_budget``; a truncated or cut chunk
@@ -140,7 +139,7 @@ class TokenBudget:
                 skipped.append(c)
                 stopped = stopped or self.policy == "stop"
                 continue
-            doc = meter.doc_cost(c) if c.group_key not in docs else 0
+            doc = meter.header_once(c, docs)
             cost = meter.block_cost(c, n) + doc
             if not stopped and cost <= room:
                 kept.append(c)
@@ -204,7 +203,7 @@ class TokenBudget:
         relevance: _Relevance | None = None
         for c in by_relevance(chunks):
             key = c.group_key
-            doc = meter.doc_cost(c) if key not in docs else 0
+            doc = meter.header_once(c, docs)
             if meter.tokens(c) <= room:
                 cost = meter.block_cost(c, n) + doc
                 if cost <= room:
@@ -239,7 +238,7 @@ class TokenBudget:
         drops: list[Drop] = []
         full = False
         for members in groups.values():
-            cost = meter.doc_cost(members[0]) + sum(meter.block_cost(c, n) for c in members)
+            cost = meter.set_cost(members, n, frame=False)
             if not full and cost <= room:
                 kept.update(c.id for c in members)
                 room -= cost
@@ -258,68 +257,6 @@ class TokenBudget:
 # -- the ``fill`` policy's window -----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=16_384)
-def _lower(text: str) -> str:
-    return text.lower()
-
-
-@functools.lru_cache(maxsize=16_384)
-def _sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...], str]:
-    """Sentence spans of ``text``, each sentence lower-cased, and those joined (to rule out
-    query terms for all sentences at once), cached by text."""
-    spans = tuple(split_sentences(text))
-    lowered = tuple(text[s:e].lower() for s, e in spans)
-    return spans, lowered, "\n".join(lowered)
-
-
-@functools.lru_cache(maxsize=4_096)
-def _sentence_sizes(tokenizer: CachedTokenizer, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Tokens of each sentence of ``text`` alone, and the running sum of each with its lead-in.
-
-    ``alone[k]`` counts sentence ``k`` as a window's first sentence; ``cum[k]`` sums sentences
-    ``1..k`` each with the whitespace that leads into it (as a later one). The sentences are
-    counted with the tokenizer itself, not through its cache (the pieces of one misfit seldom
-    recur; the whole result is cached here by text). A sentence with its lead-in differs from
-    the sentence only up to its first word boundary where the pre-tokenizer is known
-    (:attr:`TiktokenTokenizer.known_splits`: a space then a letter, after a non-space, starts
-    a pre-token), so that count is the sentence's, less its head, plus the head with the
-    lead-in: two short, mostly cached counts instead of the sentence again.
-    """
-    spans = _sentences(text)[0]
-    sentences = [text[s:e] for s, e in spans]
-    alone = tuple(tokenizer.base.count_many(sentences))
-    known = tokenizer.known_splits
-    cum = [0]
-    for k in range(1, len(spans)):
-        lead = text[spans[k - 1][1] : spans[k][0]]
-        head = _head(sentences[k]) if known else ""
-        if head:
-            n = alone[k] - tokenizer.count(head) + tokenizer.count(lead + head)
-        else:
-            n = tokenizer.base.count(lead + sentences[k])
-        cum.append(cum[-1] + n)
-    return alone, tuple(cum)
-
-
-def _head(sentence: str) -> str:
-    """``sentence`` up to its first space that is followed by an ASCII letter and follows a
-    non-space (a pre-token boundary for cl100k and o200k), or "" when it has none."""
-    at = sentence.find(" ", 1)
-    while at > 0:
-        nxt = sentence[at + 1 : at + 2]
-        if nxt.isascii() and nxt.isalpha() and not sentence[at - 1].isspace():
-            return sentence[:at]
-        at = sentence.find(" ", at + 1)
-    return ""
-
-
-def clear_caches() -> None:
-    """Forget the ``fill`` policy's cached text analyses (cold benchmarks)."""
-    _lower.cache_clear()
-    _sentences.cache_clear()
-    _sentence_sizes.cache_clear()
-
-
 class _Relevance:
     """Query terms and their IDF over one call's chunks (each chunk one document)."""
 
@@ -331,7 +268,7 @@ class _Relevance:
         # Document frequency over the chunks joined by "\n" (no term holds one, and a chunk's
         # first word follows it as it would the start of the text): per term, str.find from
         # hit to hit, and past a chunk once it counts, instead of a test per chunk and term.
-        lowered = [_lower(c.text) for c in chunks]
+        lowered = [lower(c.text) for c in chunks]
         joined = "\n".join(lowered)
         starts = [0]
         for low in lowered[:-1]:
@@ -410,7 +347,7 @@ def _best_window(
     limit = room - max(overhead, 0)
     if limit < min_tokens:
         return None
-    spans, lowered, joined = _sentences(text)
+    spans, lowered, joined = lowered_sentences(text)
 
     # Window sizes are estimated from per-sentence counts: each sentence alone (as a window's
     # first) and with the whitespace that leads into it (as a later one), so the search costs two
@@ -419,7 +356,7 @@ def _best_window(
     # short (a merge across a sentence boundary, an escape in the rendered body).
     if not spans:
         return _word_window(c, meter, room, limit, n, relevance, min_tokens)
-    alone, cum = _sentence_sizes(meter.tokenizer, text)
+    alone, cum = sentence_sizes(meter.tokenizer, text)
 
     def size(i: int, j: int) -> int:
         """Estimated tokens of sentences i..j."""
@@ -473,17 +410,7 @@ def _word_window(
     words = [(m.start(), m.end()) for m in _WORDS.finditer(text)]
     if len(words) < 2:
         return None
-    weights = [0.0] * len(words)
-    if relevance.idf:
-        lowered = [text[a:b].lower() for a, b in words]
-        present = relevance.candidates("\n".join(lowered))
-        for k, low in enumerate(lowered):
-            bits = 0
-            for bit, t, p in present:
-                if p in low and has_term(low, t):
-                    bits |= bit
-            if bits:
-                weights[k] = relevance.weight(bits)
+    weights = _word_weights(text, words, relevance)
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
@@ -531,3 +458,19 @@ def _word_window(
         f"cut to fit the {room} tokens left: no whole sentence fits, so {length} of {len(words)} words, "
         "the window most relevant to the query"
     )
+
+
+def _word_weights(text: str, words: list[tuple[int, int]], relevance: _Relevance) -> list[float]:
+    """Each word's query-term weight (0.0 for a word that matches no query term)."""
+    weights = [0.0] * len(words)
+    if relevance.idf:
+        lowered = [text[a:b].lower() for a, b in words]
+        present = relevance.candidates("\n".join(lowered))
+        for k, low in enumerate(lowered):
+            bits = 0
+            for bit, t, p in present:
+                if p in low and has_term(low, t):
+                    bits |= bit
+            if bits:
+                weights[k] = relevance.weight(bits)
+    return weights

@@ -8,114 +8,50 @@ shrink chunks instead, and only when the budget forces it:
   no model. The output is a subsequence of the chunk's sentences, and
   ``Chunk.spans`` keeps their character offsets so a citation can point at
   exactly the text that was kept.
-* :class:`LLMCompress` (``llm_compress``): an OpenAI-compatible model (through
-  :class:`~contextwright.llm.ChatClient`) with a strictly extractive prompt;
+* :class:`~contextwright.stages.llm_compress.LLMCompress` (``llm_compress``, in
+  :mod:`contextwright.stages.llm_compress`): an OpenAI-compatible model (through
+  :class:`~contextwright.clients.chat.ChatClient`) with a strictly extractive prompt;
   every returned sentence must occur in the chunk, otherwise the reply is
   rejected and the chunk kept whole.
 
 Both run after dedup and before :class:`~contextwright.stages.budget.TokenBudget`,
 which then fits the compressed set. They cost blocks exactly as the budget
-stage does (``meter.block_cost``, ``meter.doc_cost``, ``meter.frame_cost``).
+stage does (:meth:`~contextwright.render.meter.Meter.set_cost`, the one set-cost rule).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
-import os
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError, LLMError
-from contextwright.limits import bounded
-from contextwright.llm import ChatClient, check_client_settings
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
+from contextwright.model.spans import compose, join_pieces
 from contextwright.render.meter import Meter
-from contextwright.sentences import split_sentences
-from contextwright.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.types import Change, Chunk, Drop, StageResult
+from contextwright.stages.words import analyze, terms
 
 __all__ = [
     "BM25",
     "CompressionPlan",
     "ExtractiveCompress",
-    "LLMCompress",
-    "extractive_prompt",
+    "check_plan_settings",
     "overflow_plan",
     "plan_compression",
     "terms",
-    "verify_extract",
 ]
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\S+")
-# A short English stopword list: question words and function words carry no
-# evidence for which sentence answers a question.
-_STOP = frozenset(
-    (
-        "a an and are as at be been but by can could did do does for from had has have he her his how i if in "
-        "into is it its of on or she so than that the their them then there these they this to was were what "
-        "when where which who whom whose why will with would you your"
-    ).split()
-)
-
-
-@functools.lru_cache(maxsize=65_536)
-def _stem(word: str) -> str:
-    """A light suffix strip (plural ``-s``, ``-es``, ``-ies``, possessive) so ``prizes`` meets ``prize``."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def terms(text: str) -> list[str]:
-    """Lowercased, stemmed word terms of ``text`` without stopwords."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
-def has_term(low: str, term: str) -> bool:
-    """Whether ``term in terms(text)`` for ``low = text.lower()``, without analysing every word.
-
-    A stem is a prefix of the words it comes from ("prize" of "prizes"), except ``-ies`` ("city"
-    of "cities"); so only the words starting where ``str.find`` hits are stemmed. For a handful
-    of query terms over a few sentences this is several times faster than :func:`terms`.
-    """
-    # "-ies" stems ("city" of "cities") are at least two letters long; a lone "y" is itself.
-    probe = term[:-1] if len(term) > 1 and term.endswith("y") else term
-    if not probe:
-        return False
-    at = low.find(probe)
-    while at >= 0:
-        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
-            word = _WORD.match(low, at)
-            if word is not None and word.group() not in _STOP and _stem(word.group()) == term:
-                return True
-        at = low.find(probe, at + 1)
-    return False
-
-
-@functools.lru_cache(maxsize=16_384)
-def _analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
-    """Sentence spans of ``text`` and each sentence's terms, cached by text.
-
-    The same chunks come back query after query (popular passages, a
-    conversation's follow-ups), so, like token counts, the analysis of a text
-    is done once.
-    """
-    spans = tuple(split_sentences(text))
-    return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
 
 
 class BM25:
@@ -180,7 +116,7 @@ def overflow_plan(chunks: Sequence[Chunk], meter: Meter, budget: int) -> tuple[l
     fits: list[Chunk] = []
     overflow: list[Chunk] = []
     for c in by_relevance(chunks):
-        cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+        cost = meter.added_cost(c, n, docs)
         if cost <= room:
             fits.append(c)
             docs.add(c.group_key)
@@ -225,26 +161,14 @@ def plan_compression(
     n = len(chunks)
     ranked = tuple(by_relevance(chunks))
     top = ranked[0]
-    if _set_cost([top], meter, n) > budget:
+    if meter.set_cost([top], n) > budget:
         return CompressionPlan(ranked, (), ranked, True)
     whole = [top]
     for c in ranked[1:]:
-        if _set_cost([*whole, c], meter, n) > whole_share * budget:
+        if meter.set_cost([*whole, c], n) > whole_share * budget:
             break
         whole.append(c)
     return CompressionPlan(ranked, tuple(whole), ranked[len(whole) :], False)
-
-
-def _set_cost(chunks: Iterable[Chunk], meter: Meter, n: int) -> int:
-    """Frame + blocks + each document header once: the cost of rendering all of ``chunks``."""
-    docs: set[str] = set()
-    total = meter.frame_cost()
-    for c in chunks:
-        total += meter.block_cost(c, n)
-        if c.group_key not in docs:
-            docs.add(c.group_key)
-            total += meter.doc_cost(c)
-    return total
 
 
 def check_plan_settings(max_sentences: int | None, whole_share: float) -> None:
@@ -416,7 +340,7 @@ class ExtractiveCompress:
             return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
         n = len(chunks)
         ranked = plan.ranked
-        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in _analyze(c.text)[0]] for c in ranked}
+        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in analyze(c.text)[0]] for c in ranked}
         texts = {c.id: c.text for c in ranked}
         scorer, idf = self._scorer(query, split, texts, embedder)
         query_terms = frozenset(terms(query))
@@ -426,9 +350,36 @@ class ExtractiveCompress:
         changes: dict[str, Change] = {}
 
         def cost_of(state: Mapping[str, Chunk]) -> int:
-            return _set_cost((state[c.id] for c in ranked if c.id in state), meter, n)
+            return meter.set_cost((state[c.id] for c in ranked if c.id in state), n)
 
         # 1. Lossless: a sentence already present in a higher-ranked chunk goes.
+        self._drop_repeats(ranked, scored, current, changes, meter)
+        lossless, lossless_changes = dict(current), dict(changes)
+        # 2. Sentence selection on what does not fit (never the top chunk
+        # unless it alone overflows): best sentences, in original order.
+        squeezed = self._squeeze(
+            plan, split, scored, _Edit(current, changes, dropped), meter, budget, (query_terms, idf)
+        )
+        # 3. Slack left (fewer chunks than the budget holds): restore the best
+        # compressed chunks whole, in rank order, while the set still fits.
+        cost = _restore(squeezed, lossless, lossless_changes, current, changes, cost_of, budget)
+        out = [current[c.id] for c in chunks if c.id in current]
+        notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
+        if self._uses_embedder(embedder):
+            notes.append("sentences scored by cosine with the embedder")
+        return StageResult.of(
+            self.name, chunks, out, dropped=dropped.values(), changed=changes.values(), notes=notes
+        )
+
+    def _drop_repeats(
+        self,
+        ranked: Sequence[Chunk],
+        scored: dict[str, list[_Sentence]],
+        current: dict[str, Chunk],
+        changes: dict[str, Change],
+        meter: Meter,
+    ) -> None:
+        """Remove from each chunk the sentences a higher-ranked chunk already has (lossless)."""
         seen: set[str] = set()
         for c in ranked:
             sents = scored[c.id]
@@ -437,9 +388,23 @@ class ExtractiveCompress:
             if fresh and len(fresh) < len(sents):
                 scored[c.id] = fresh
                 self._apply(c, fresh, current, changes, meter, detail="repeated sentences removed")
-        lossless, lossless_changes = dict(current), dict(changes)
-        # 2. Sentence selection on what does not fit (never the top chunk
-        # unless it alone overflows): best sentences, in original order.
+
+    def _squeeze(
+        self,
+        plan: CompressionPlan,
+        split: dict[str, list[_Sentence]],
+        scored: dict[str, list[_Sentence]],
+        edit: _Edit,
+        meter: Meter,
+        budget: int,
+        query: tuple[frozenset[str], Any],
+    ) -> list[Chunk]:
+        """Cut each chunk of ``plan.squeeze`` to its best sentences, or drop it as irrelevant;
+        the chunks cut, in rank order. ``query`` is the query's terms and their idf."""
+        current, changes, dropped = edit.current, edit.changes, edit.dropped
+        query_terms, idf = query
+        ranked = plan.ranked
+        n = len(current)
         squeezed: list[Chunk] = []
         for c in plan.squeeze:
             if self.min_score is not None and c.score < self.min_score and not plan.top_overflows:
@@ -467,28 +432,7 @@ class ExtractiveCompress:
                 squeezed.append(c)
             if plan.top_overflows:
                 break
-        # 3. Slack left (fewer chunks than the budget holds): restore the best
-        # compressed chunks whole, in rank order, while the set still fits.
-        cost = cost_of(current)
-        for c in squeezed:
-            if cost >= budget:
-                break
-            restored = lossless[c.id]
-            new_cost = cost_of({**current, c.id: restored})
-            if new_cost <= budget:
-                current[c.id] = restored
-                if c.id in lossless_changes:
-                    changes[c.id] = lossless_changes[c.id]
-                else:
-                    changes.pop(c.id, None)
-                cost = new_cost
-        out = [current[c.id] for c in chunks if c.id in current]
-        notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
-        if self._uses_embedder(embedder):
-            notes.append("sentences scored by cosine with the embedder")
-        return StageResult.of(
-            self.name, chunks, out, dropped=dropped.values(), changed=changes.values(), notes=notes
-        )
+        return squeezed
 
     def _uses_embedder(self, embedder: Any) -> bool:
         return embedder is not None and self.scoring in ("auto", "embedding")
@@ -498,7 +442,7 @@ class ExtractiveCompress:
     ) -> tuple[Callable[[str, list[_Sentence]], list[_Sentence]], Mapping[str, float]]:
         """The sentence scorer, and the term IDFs of this call's sentences (for word windows)."""
         keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
-        bm = BM25([_analyze(texts[cid])[1][i] for cid, i in keys], b=self.length_norm)
+        bm = BM25([analyze(texts[cid])[1][i] for cid, i in keys], b=self.length_norm)
         if self._uses_embedder(embedder):
             ids = list(split)
             sentences = [s.text for cid in ids for s in split[cid]]
@@ -533,7 +477,7 @@ class ExtractiveCompress:
         for k in range(len(ranked) - 1, 0, -1):
             kept = sorted(ranked[:k], key=lambda s: s.start)
             trial = c.with_ops("compressed", text=join_pieces(c.text, [(s.start, s.end) for s in kept]))
-            if _set_cost([trial], meter, n) <= budget:
+            if meter.set_cost([trial], n) <= budget:
                 return kept
         return ranked[:1] or None
 
@@ -602,240 +546,36 @@ def _select(
     return kept
 
 
-# -- LLM compression: verification ----------------------------------------------------------
+@dataclass
+class _Edit:
+    """The chunks as compression leaves them, and what it changed and dropped (updated in place)."""
 
-_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "‚": "'", "–": "-", "—": "-"})
-
-
-def _normalize_with_map(text: str) -> tuple[str, list[int]]:
-    """NFKC, case-folded, quotes unified, whitespace collapsed; and each output char's source index."""
-    out: list[str] = []
-    where: list[int] = []
-    space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            space = bool(out)
-            continue
-        norm = unicodedata.normalize("NFKC", ch).casefold().translate(_QUOTES)
-        if space:
-            out.append(" ")
-            where.append(i)
-            space = False
-        for c in norm:
-            out.append(c)
-            where.append(i)
-    return "".join(out), where
+    current: dict[str, Chunk]
+    changes: dict[str, Change]
+    dropped: dict[str, Drop]
 
 
-def _normalize(text: str) -> str:
-    return _normalize_with_map(text)[0]
-
-
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
-
-
-def verify_extract(source: str, reply: str) -> list[tuple[int, int]] | None:
-    """The source sentences a reply copied, or ``None`` when it copied anything not in the source.
-
-    Every sentence of ``reply`` (list markers and surrounding quotes removed)
-    must occur in ``source`` after normalization. The result is the spans of
-    the source sentences that overlap what was copied, in source order, so the
-    kept text is always the source's own sentences.
-    """
-    norm, where = _normalize_with_map(source)
-    sentence_spans = split_sentences(source)
-    hit: set[int] = set()
-    pieces = [_BULLET.sub("", line).strip().strip("\"'“”") for line in reply.splitlines()]
-    found_any = False
-    for piece in pieces:
-        for s, e in split_sentences(piece):
-            needle = _normalize(piece[s:e])
-            if not needle:
-                continue
-            at = norm.find(needle)
-            if at < 0:
-                return None
-            found_any = True
-            lo, hi = where[at], where[at + len(needle) - 1] + 1
-            for k, (a, b) in enumerate(sentence_spans):
-                if a < hi and lo < b:
-                    hit.add(k)
-    if not found_any:
-        return None
-    return [sentence_spans[k] for k in sorted(hit)]
-
-
-def extractive_prompt(query: str, text: str, *, max_sentences: int | None) -> list[dict[str, str]]:
-    """The strictly extractive instructions and the passage, as chat messages."""
-    limit = f" Copy at most {max_sentences} sentence(s)." if max_sentences else ""
-    system = (
-        "You select evidence for a question-answering system. From the passage, copy word for word "
-        "the sentences that help answer the question, in their original order, one per line." + limit + " "
-        "Never paraphrase, shorten, reorder, translate or add words, and add no commentary. "
-        "If no sentence helps answer the question, reply with exactly: IRRELEVANT"
-    )
-    user = f"Question: {query}\n\nPassage:\n{text}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-@register_stage
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LLMCompress:
-    """Compress what does not fit with an LLM, strictly extractively, verified against the source.
-
-    Runs only when the chunks would overflow the budget, on the same chunks
-    :class:`~contextwright.stages.compress.ExtractiveCompress` would shrink
-    (everything below the best chunks that fill ``whole_share`` of the budget;
-    never the top chunk). Requests run concurrently (``max_concurrency``).
-    The reply must consist of sentences copied from the chunk; a reply with
-    anything else is rejected and the chunk kept whole, as on any failure.
-    ``IRRELEVANT`` drops the chunk (reason ``irrelevant``).
-
-    A :class:`ChatClient` passed to the assembler as the resource ``llm`` is
-    used instead of building one from the settings (connection reuse).
-
-    Args:
-        base_url: The OpenAI-compatible API root (``.../v1``).
-        model: The model name.
-        api_key_env: Name of the environment variable holding the API key
-            (empty: send no key, e.g. for a local server).
-        max_concurrency: Requests in flight at once.
-        timeout_s: Timeout of one request, in seconds.
-        retries: Retries on 429/5xx/timeouts.
-        max_sentences: The most sentences to ask for per chunk.
-        whole_share: Share of the budget kept for whole top chunks.
-        max_tokens: The most tokens per reply (``None``: the endpoint's default); a
-            reply cut short still has to be copied from the chunk to be used.
-
-    Example:
-        >>> LLMCompress(base_url="http://127.0.0.1:11434/v1", model="llama3.1", api_key_env="")
-    """
-
-    name: ClassVar[str] = "llm_compress"
-    requires: ClassVar[tuple[str, ...]] = ("query", "meter", "budget")
-    optional: ClassVar[tuple[str, ...]] = ("llm",)
-    base_url: str = ""
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = bounded(4, 64)
-    timeout_s: float = bounded(30.0, 600.0)
-    retries: int = bounded(2, 10)
-    max_sentences: int | None = bounded(2, 1_000)
-    whole_share: float = bounded(0.9, 1.0)
-    max_tokens: int | None = bounded(None, 32_768)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.base_url, str) or not isinstance(self.model, str):
-            raise ConfigError(
-                f"base_url and model must be strings; got base_url={self.base_url!r}, model={self.model!r}. "
-                "Example: base_url='https://api.openai.com/v1', model='gpt-4o-mini'."
-            )
-        if self.base_url and not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"base_url must be an http(s) URL; got {self.base_url!r}. Example: 'https://api.openai.com/v1'."
-            )
-        if self.base_url or self.model:
-            check_client_settings(
-                model=self.model,
-                timeout_s=self.timeout_s,
-                retries=self.retries,
-                max_concurrency=self.max_concurrency,
-            )
-        if not isinstance(self.api_key_env, str) or (
-            self.api_key_env and not self.api_key_env.isidentifier()
-        ):
-            raise ConfigError(
-                f"api_key_env must name an environment variable (the key itself is never a setting); "
-                f"got {self.api_key_env!r}. Example: api_key_env='OPENAI_API_KEY'."
-            )
-        check_plan_settings(self.max_sentences, self.whole_share)
-        if self.max_tokens is not None and (
-            isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1
-        ):
-            raise ConfigError(f"max_tokens must be a positive integer or None; got {self.max_tokens!r}.")
-
-    def client(self) -> ChatClient:
-        """A client built from the settings (the key read from ``api_key_env`` now)."""
-        if not self.base_url or not self.model:
-            raise ConfigError(
-                "llm_compress needs base_url and model settings (or an 'llm' ChatClient resource); "
-                f"got base_url={self.base_url!r}, model={self.model!r}."
-            )
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return ChatClient(
-            self.base_url,
-            model=self.model,
-            api_key=key,
-            timeout_s=self.timeout_s,
-            retries=self.retries,
-            max_concurrency=self.max_concurrency,
-        )
-
-    def __call__(
-        self,
-        chunks: Sequence[Chunk],
-        /,
-        *,
-        query: str,
-        meter: Meter,
-        budget: int,
-        llm: ChatClient | None = None,
-    ) -> StageResult:
-        if not chunks:
-            return StageResult.of(self.name, chunks, ())
-        plan = plan_compression(chunks, meter, budget, whole_share=self.whole_share)
-        if plan is None:
-            return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
-        targets = plan.squeeze
-        if not targets:
-            return StageResult.of(
-                self.name, chunks, chunks, notes=["nothing to compress below the top chunks"]
-            )
-        own = llm is None
-        client = self.client() if llm is None else llm
-        try:
-            replies = client.complete_many(
-                [extractive_prompt(query, c.text, max_sentences=self.max_sentences) for c in targets],
-                max_tokens=self.max_tokens,
-            )
-        finally:
-            if own:
-                client.close()
-        current = {c.id: c for c in chunks}
-        drops: list[Drop] = []
-        changes: list[Change] = []
-        notes: list[str] = []
-        for c, reply in zip(targets, replies, strict=True):
-            if isinstance(reply, LLMError):
-                notes.append(f"kept original {c.id}: {reply}")
-                logger.warning(
-                    "llm compression failed; original kept", extra={"chunk_id": c.id, "error": str(reply)}
-                )
-                continue
-            if reply.strip().strip(".").upper() == "IRRELEVANT":
-                del current[c.id]
-                drops.append(
-                    Drop(c.id, "irrelevant", detail="the model found no sentence that helps answer the query")
-                )
-                continue
-            spans = verify_extract(c.text, reply)
-            if spans is None:
-                notes.append(f"kept original {c.id}: rejected a reply that is not copied from the chunk")
-                logger.warning("llm reply not extractive; original kept", extra={"chunk_id": c.id})
-                continue
-            text = join_pieces(c.text, spans)
-            if len(text) >= len(c.text.strip()):
-                continue
-            new = c.with_ops("compressed", text=text, spans=compose(c, spans))
-            current[c.id] = new
-            changes.append(
-                Change(
-                    c.id,
-                    "compressed",
-                    meter.tokens(c),
-                    meter.tokens(new),
-                    detail=f"{len(spans)} sentence(s) by LLM",
-                )
-            )
-        out = [current[c.id] for c in chunks if c.id in current]
-        return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes, notes=notes)
+def _restore(
+    squeezed: list[Chunk],
+    lossless: dict[str, Chunk],
+    lossless_changes: dict[str, Change],
+    current: dict[str, Chunk],
+    changes: dict[str, Change],
+    cost_of: Callable[[Mapping[str, Chunk]], int],
+    budget: int,
+) -> int:
+    """Restore squeezed chunks whole (lossless), in rank order, while the set fits; the set's cost."""
+    cost = cost_of(current)
+    for c in squeezed:
+        if cost >= budget:
+            break
+        restored = lossless[c.id]
+        new_cost = cost_of({**current, c.id: restored})
+        if new_cost <= budget:
+            current[c.id] = restored
+            if c.id in lossless_changes:
+                changes[c.id] = lossless_changes[c.id]
+            else:
+                changes.pop(c.id, None)
+            cost = new_cost
+    return cost

@@ -29,13 +29,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
-from contextwright.sentences import split_sentences
-from contextwright.spans import compose, join_pieces
+from contextwright.core.caches import register
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.core.sentences import split_sentences
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
+from contextwright.model.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
-from contextwright.stages.dedup import fold_duplicate, normalize_text, shingle_words
-from contextwright.types import Change, Chunk, Drop, StageResult
+from contextwright.stages.dedup import fold_duplicate, normalize_text
+from contextwright.stages.filter import relevance_key
+from contextwright.stages.shingles import shingle_words
 
 if TYPE_CHECKING:
     from contextwright.render.meter import Meter
@@ -60,6 +64,7 @@ def clear_caches() -> None:
     _strip_plan.cache_clear()
 
 
+@register
 @functools.lru_cache(maxsize=8_192)
 def _profile(text: str, k: int) -> tuple[int, tuple[int, ...]]:
     """Words and shingle hashes of a text without boilerplate, cached by content across calls."""
@@ -253,7 +258,7 @@ class ContainmentDedup:
             return StageResult.of(self.name, chunks, chunks)
         k = self.shingle_size
         boiler = _boilerplate(chunks)
-        order = sorted(range(n), key=lambda i: (-chunks[i].score, chunks[i].rank))
+        order = sorted(range(n), key=lambda i: relevance_key(chunks[i]))
         owner: dict[int, int] = {}  # shingle hash -> the kept chunk that first held it
         current = list(chunks)
         dropped: set[int] = set()
@@ -334,6 +339,7 @@ def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
     return tuple(runs)
 
 
+@register
 @functools.lru_cache(maxsize=8_192)
 def _strip_plan(
     text: str, ranges: tuple[Range, ...], runs: tuple[Range, ...]

@@ -6,10 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, StageResult
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.types import Change, Chunk, StageResult
 
 if TYPE_CHECKING:
     from contextwright.render.meter import Meter

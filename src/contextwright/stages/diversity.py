@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Drop, StageResult
 from contextwright.render.meter import Meter
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, Drop, StageResult
 
 __all__ = ["MMRBudget"]
 
@@ -92,7 +93,7 @@ class MMRBudget:
             best, best_value = -1, -math.inf
             for i in sorted(candidates):
                 c = chunks[i]
-                cost = meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+                cost = meter.added_cost(c, n, docs)
                 if cost > room:
                     continue
                 mr = lam * rel[i] - (1 - lam) * max_sim[i] if chosen else lam * rel[i]
@@ -102,7 +103,7 @@ class MMRBudget:
             if best < 0:
                 break
             c = chunks[best]
-            room -= meter.block_cost(c, n) + (meter.doc_cost(c) if c.group_key not in docs else 0)
+            room -= meter.added_cost(c, n, docs)
             docs.add(c.group_key)
             chosen.append(best)
             candidates.discard(best)

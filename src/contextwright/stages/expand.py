@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from contextwright.errors import ConfigError, StoreError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError, StoreError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, StageResult
 
 __all__ = ["ExpandNeighbors", "with_expansion"]
 
@@ -48,7 +49,7 @@ class ExpandNeighbors:
     The stage never loses an input: all of them pass through unchanged. When
     the store fails or exceeds ``timeout_s`` the chunks pass through
     unexpanded and the report's note says why, unless ``strict`` is set, in
-    which case :class:`~contextwright.errors.StoreError` is raised. With no
+    which case :class:`~contextwright.core.errors.StoreError` is raised. With no
     store configured (``store=None``) the stage passes through with a note.
 
     The store is a resource, not a setting: pass it to the assembler.
@@ -130,60 +131,16 @@ class ExpandNeighbors:
             notes.append("no chunk store configured (pass store= to the Assembler); nothing expanded")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
 
-        # doc_id -> [(index, score, rank)] of the chunks whose neighbours we want.
-        by_doc: dict[str, list[tuple[int, float, int]]] = {}
-        for c in parents:
-            if c.doc_id is not None and c.index is not None:  # always, but narrows the types
-                by_doc.setdefault(c.doc_id, []).append((c.index, c.score, c.rank))
-        w = self.window
-        # Ask only for positions not already present: fewer rows to ship and build.
-        ranges: dict[str, list[tuple[int, int]]] = {}
-        for d, hits in by_doc.items():
-            have = {i for i, _, _ in hits}
-            want = sorted({j for i in have for j in range(max(0, i - w), i + w + 1)} - have)
-            if want:
-                ranges[d] = _runs(want)
+        by_doc, ranges = _wanted(parents, self.window)
         if not ranges:
             notes.insert(0, "every neighbour in the window is already present; nothing to fetch")
             return StageResult.of(self.name, inputs, inputs, notes=notes)
-
-        try:
-            fetched = store.fetch(ranges, timeout_s=self.timeout_s)
-        except Exception as exc:
-            reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-            logger.warning(
-                "chunk store failed; passing chunks through unexpanded",
-                extra={"store": repr(store), "documents": len(ranges), "error": reason},
-            )
-            if self.strict:
-                if isinstance(exc, StoreError):
-                    raise
-                raise StoreError(f"chunk store {store!r} failed during expansion: {reason}") from exc
-            notes.append(f"store failed, chunks passed through unexpanded: {reason}")
+        fetched = self._fetch(store, ranges, notes)
+        if fetched is None:
             return StageResult.of(self.name, inputs, inputs, notes=notes)
-
-        present_keys = {(c.doc_id, c.index) for c in parents}
-        present_ids = {c.id for c in inputs}
+        w = self.window
         base_rank = max((c.rank for c in inputs), default=-1) + 1
-        candidates: list[tuple[int, str, int, float, Chunk]] = []
-        outside = 0
-        for n in fetched:
-            if n.doc_id is None or n.index is None or n.doc_id not in by_doc:
-                outside += 1
-                continue
-            key = (n.doc_id, n.index)
-            if key in present_keys or n.id in present_ids:
-                continue
-            near = [(s, r) for i, s, r in by_doc[n.doc_id] if abs(i - n.index) <= w]
-            if not near:
-                # A store that returns more than it was asked for must not widen the window.
-                outside += 1
-                continue
-            best_score = max(s for s, _ in near)
-            best_rank = min(r for s, r in near if s == best_score)
-            present_keys.add(key)
-            present_ids.add(n.id)
-            candidates.append((best_rank, n.doc_id, n.index, best_score, n))
+        candidates, outside = _neighbours(fetched, parents, inputs, by_doc, w)
         if outside:
             notes.append(f"ignored {outside} chunk(s) the store returned outside the requested ranges")
 
@@ -204,6 +161,79 @@ class ExpandNeighbors:
             added=[c.id for c in added],
             notes=notes,
         )
+
+    def _fetch(self, store: Any, ranges: dict[str, list[tuple[int, int]]], notes: list[str]) -> Any:
+        """The store's chunks in ``ranges``; None (with a note) when the store fails and not ``strict``.
+
+        Raises:
+            StoreError: when the store fails and ``strict`` is set.
+        """
+        try:
+            return store.fetch(ranges, timeout_s=self.timeout_s)
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            logger.warning(
+                "chunk store failed; passing chunks through unexpanded",
+                extra={"store": repr(store), "documents": len(ranges), "error": reason},
+            )
+            if self.strict:
+                if isinstance(exc, StoreError):
+                    raise
+                raise StoreError(f"chunk store {store!r} failed during expansion: {reason}") from exc
+            notes.append(f"store failed, chunks passed through unexpanded: {reason}")
+            return None
+
+
+def _wanted(
+    parents: Sequence[Chunk], w: int
+) -> tuple[dict[str, list[tuple[int, float, int]]], dict[str, list[tuple[int, int]]]]:
+    """``(by_doc, ranges)``: each document's retrieved ``(index, score, rank)``, and the index runs
+    to fetch for it (the window around them, less the positions already present)."""
+    by_doc: dict[str, list[tuple[int, float, int]]] = {}
+    for c in parents:
+        if c.doc_id is not None and c.index is not None:  # always, but narrows the types
+            by_doc.setdefault(c.doc_id, []).append((c.index, c.score, c.rank))
+    # Ask only for positions not already present: fewer rows to ship and build.
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for d, hits in by_doc.items():
+        have = {i for i, _, _ in hits}
+        want = sorted({j for i in have for j in range(max(0, i - w), i + w + 1)} - have)
+        if want:
+            ranges[d] = _runs(want)
+    return by_doc, ranges
+
+
+def _neighbours(
+    fetched: Any,
+    parents: Sequence[Chunk],
+    inputs: Sequence[Chunk],
+    by_doc: dict[str, list[tuple[int, float, int]]],
+    w: int,
+) -> tuple[list[tuple[int, str, int, float, Chunk]], int]:
+    """The fetched chunks that are new neighbours, each with the best score and rank of the
+    retrieved chunks it neighbours, and how many the store returned outside the ranges."""
+    present_keys = {(c.doc_id, c.index) for c in parents}
+    present_ids = {c.id for c in inputs}
+    candidates: list[tuple[int, str, int, float, Chunk]] = []
+    outside = 0
+    for n in fetched:
+        if n.doc_id is None or n.index is None or n.doc_id not in by_doc:
+            outside += 1
+            continue
+        key = (n.doc_id, n.index)
+        if key in present_keys or n.id in present_ids:
+            continue
+        near = [(s, r) for i, s, r in by_doc[n.doc_id] if abs(i - n.index) <= w]
+        if not near:
+            # A store that returns more than it was asked for must not widen the window.
+            outside += 1
+            continue
+        best_score = max(s for s, _ in near)
+        best_rank = min(r for s, r in near if s == best_score)
+        present_keys.add(key)
+        present_ids.add(n.id)
+        candidates.append((best_rank, n.doc_id, n.index, best_score, n))
+    return candidates, outside
 
 
 def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:

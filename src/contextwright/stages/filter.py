@@ -7,17 +7,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Drop, StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, Drop, StageResult
 
-__all__ = ["MinScoreFilter", "TopKFilter", "by_relevance"]
+__all__ = ["MinScoreFilter", "TopKFilter", "by_relevance", "relevance_key"]
+
+
+def relevance_key(chunk: Chunk) -> tuple[float, int]:
+    """The relevance order, smallest first: the higher score, then the earlier retrieval rank.
+
+    The one spelling of ``(-score, rank)``: sorting, picking the best of a
+    group and choosing which copy survives all use it.
+    """
+    return (-chunk.score, chunk.rank)
 
 
 def by_relevance(chunks: Sequence[Chunk]) -> list[Chunk]:
     """Chunks sorted by score (highest first), ties kept in retrieval order."""
-    return sorted(chunks, key=lambda c: (-c.score, c.rank))
+    return sorted(chunks, key=relevance_key)
 
 
 @register_stage

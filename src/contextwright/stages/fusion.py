@@ -41,10 +41,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from contextwright.errors import ConfigError, InputError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.convert import chunks_from_dicts
+from contextwright.model.report import Change, Drop, StageReport, StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Change, Chunk, Drop, StageReport, StageResult, chunks_from_dicts
 
 __all__ = ["Fuse", "is_named_lists"]
 
@@ -148,20 +150,7 @@ class Fuse:
                 f"fuse weights name {', '.join(map(repr, unknown))}, but the lists are "
                 f"{', '.join(map(repr, lists))}; use the lists' names."
             )
-        parsed: dict[str, tuple[Chunk, ...]] = {}
-        for name, items in lists.items():
-            if not isinstance(name, str) or not name:
-                raise InputError(f"list names must be non-empty strings; got {name!r}.")
-            blank: list[Drop] | None = [] if empty is not None else None
-            try:
-                parsed[name] = chunks_from_dicts(items, empty=blank)
-            except InputError as exc:
-                raise InputError(f"lists[{name!r}]: {exc}") from None
-            if empty is not None and blank:
-                known = {d.chunk_id for d in empty}
-                empty.extend(
-                    replace(d, detail=f"list {name!r}: {d.detail}") for d in blank if d.chunk_id not in known
-                )
+        parsed = _parsed(lists, empty)
         first: dict[str, Chunk] = {}
         where: dict[str, str] = {}
         fused: dict[str, float] = {}
@@ -217,3 +206,28 @@ class Fuse:
             return [(s - lo) / (hi - lo) for s in scores]
         # No score information: the rank is all there is.
         return [1.0 - (r / (n - 1)) if n > 1 else 1.0 for r in range(n)]
+
+
+def _parsed(
+    lists: Mapping[str, Iterable[Chunk | Mapping[str, Any]]], empty: list[Drop] | None
+) -> dict[str, tuple[Chunk, ...]]:
+    """Each named list as chunks; chunks without text go to ``empty`` (once per id), naming their list.
+
+    Raises:
+        InputError: for a name that is not a non-empty string, or a malformed list.
+    """
+    parsed: dict[str, tuple[Chunk, ...]] = {}
+    for name, items in lists.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"list names must be non-empty strings; got {name!r}.")
+        blank: list[Drop] | None = [] if empty is not None else None
+        try:
+            parsed[name] = chunks_from_dicts(items, empty=blank)
+        except InputError as exc:
+            raise InputError(f"lists[{name!r}]: {exc}") from None
+        if empty is not None and blank:
+            known = {d.chunk_id for d in empty}
+            empty.extend(
+                replace(d, detail=f"list {name!r}: {d.detail}") for d in blank if d.chunk_id not in known
+            )
+    return parsed

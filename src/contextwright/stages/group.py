@@ -8,9 +8,11 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import ClassVar
 
-from contextwright.errors import ConfigError
+from contextwright.core.errors import ConfigError
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Drop, StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, Drop, StageResult
+from contextwright.stages.filter import relevance_key
 
 __all__ = ["GroupMerge", "merge_run"]
 
@@ -44,7 +46,7 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
     for before, piece in itertools.pairwise(run):
         joined = "overlap_stripped" in piece.ops or "overlap_stripped_tail" in before.ops
         parts.append(piece.text if joined else separator + piece.text)
-    best = min(run, key=lambda c: (-c.score, c.rank))
+    best = min(run, key=relevance_key)
     ids: list[str] = []
     dups: list[str] = []
     also_at: list[tuple[str, str | None, int | None, int | None]] = []
@@ -129,7 +131,7 @@ class GroupMerge:
         added: list[str] = []
         for members in groups.values():
             if members[0].doc_key is None:
-                out_groups.append(((-members[0].score, members[0].rank), members))
+                out_groups.append((relevance_key(members[0]), members))
                 continue
             members = sorted(members, key=lambda c: (c.index is None, c.index or 0, c.rank))
             runs: list[list[Chunk]] = []
@@ -156,8 +158,8 @@ class GroupMerge:
                 added.append(merged.id)
                 drops.extend(Drop(c.id, "merged_into", related=merged.id) for c in run)
                 blocks.append(merged)
-            best = min(blocks, key=lambda c: (-c.score, c.rank))
-            out_groups.append(((-best.score, best.rank), blocks))
+            best = min(blocks, key=relevance_key)
+            out_groups.append((relevance_key(best), blocks))
         out_groups.sort(key=lambda g: g[0])
         out = [c for _, blocks in out_groups for c in blocks]
         notes = (f"{len(added)} passages merged from {len(drops)} chunks",) if added else ()

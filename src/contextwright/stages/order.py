@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import StageResult
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.types import Chunk, StageResult
 
 __all__ = [
     "AutoOrder",
@@ -205,7 +206,7 @@ class PriorOrder:
                 "Write one with: contextwright eval --reader URL --positions 5 --prior-out prior.json"
             )
         # A leaf module (it imports only errors); loaded lazily so stages stay free of eval at import.
-        from contextwright.eval.priors import load_prior
+        from contextwright.stages.priors import load_prior
 
         object.__setattr__(self, "_curve", load_prior(self.prior))
 

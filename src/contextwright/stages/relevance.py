@@ -5,7 +5,7 @@
   on its own scale (BM25 has no fixed range), a cosine is comparable across
   retrievers. Dropped chunks are reported as ``below_similarity`` with the value.
 * :class:`Rerank` scores every chunk with the ``reranker`` resource
-  (:class:`contextwright.rerank.Reranker`: ``score(query, texts) -> scores``,
+  (:class:`contextwright.clients.rerank.Reranker`: ``score(query, texts) -> scores``,
   e.g. a cross-encoder), replaces the scores, re-sorts, and records each
   chunk's old and new rank and score in the report.
 """
@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Change, Drop, StageResult
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.types import Change, Chunk, Drop, StageResult
 
 __all__ = ["Rerank", "SimilarityFilter", "query_similarities"]
 

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import StageResult
 from contextwright.stages.base import register_stage
-from contextwright.types import Chunk, StageResult
 
 __all__ = ["StableOrder"]
 

@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from contextwright.errors import ConfigError
-from contextwright.limits import bounded
+from contextwright.core.errors import ConfigError
+from contextwright.core.limits import bounded
+from contextwright.model.chunk import Chunk
+from contextwright.model.report import Drop, StageResult
 from contextwright.render.meter import Meter
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.types import Chunk, Drop, StageResult
 
 __all__ = ["RelevanceStop"]
 

@@ -1,0 +1,260 @@
+"""Presets and configuration: dict/TOML -> pipeline, and back again.
+
+A config is a mapping::
+
+    {"stages": [{"type": "exact_dedup"}, {"type": "token_budget", "policy": "greedy"},
+                {"type": "auto_order"}],
+     "format": "xml"}
+
+Presets are named configs. ``pipeline_from_config`` accepts a preset name, a
+mapping, or a path to a ``.toml``/``.json`` file, with ``order=`` and
+``format=`` overrides (``order`` replaces the preset's order stage).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from contextwright.assembly.pipeline import Pipeline
+from contextwright.core.errors import ConfigError, did_you_mean, located
+from contextwright.render.format import Format, format_to_dict, get_format
+from contextwright.stages.base import get_stage_class, is_order_stage, stage_from_dict, stage_to_dict
+from contextwright.stages.order import order_stage
+
+__all__ = [
+    "get_preset",
+    "list_presets",
+    "pipeline_from_config",
+    "pipeline_to_config",
+    "register_preset",
+]
+
+_PRESETS: dict[str, dict[str, Any]] = {
+    "qa": {
+        "description": "Question answering: exact and containment dedup (copies found in the text), the whole budget in rank order (the first misfit "
+        "cut to its best sentences), lost-in-the-middle order, lean blocks headed by their [n].",
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "containment_dedup"},
+            {"type": "token_budget", "policy": "fill"},
+            {"type": "lost_in_the_middle_order"},
+        ],
+        "format": "lean",
+    },
+    "citations": {
+        "description": "Answers with citations: numbered blocks in relevance order.",
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "score_order"},
+        ],
+        "format": "numbered",
+    },
+    "chat": {
+        "description": "Chat grounding: exact and containment dedup, plain texts in relevance order, the whole budget in rank order.",
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "containment_dedup"},
+            # No framing: a short cut block costs only its text, so smaller remainders are worth it.
+            {"type": "token_budget", "policy": "fill", "min_truncated_tokens": 8},
+            {"type": "score_order"},
+        ],
+        "format": "minimal",
+    },
+    "tight": {
+        "description": "Tight budgets: exact dedup, words shared by consecutive windows paid once, containment dedup, what fits "
+        "whole stays whole, each chunk that does not is cut to its best sentences, the whole budget in rank "
+        "order, lost-in-the-middle order, lean blocks headed by their [n]. About as many answers as qa, in "
+        "more and shorter blocks (docs/quality.md).",
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "overlap_dedup"},
+            {"type": "containment_dedup"},
+            {"type": "compress", "whole_share": 1.0},
+            {"type": "token_budget", "policy": "fill"},
+            {"type": "lost_in_the_middle_order"},
+        ],
+        "format": "lean",
+    },
+    "summarize": {
+        "description": "Summarization: grouped by document, in reading order.",
+        "stages": [
+            {"type": "exact_dedup"},
+            {"type": "token_budget", "policy": "greedy"},
+            {"type": "chronological_order"},
+        ],
+        "format": "grouped",
+    },
+    "documents": {
+        "description": "Document-aware: expand neighbours from the store, remove exact/overlap/containment/near duplicates, "
+        "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
+        "document-first order, lean blocks headed by their [n].",
+        "stages": [
+            {"type": "expand", "window": 1},
+            {"type": "exact_dedup"},
+            {"type": "overlap_dedup"},
+            {"type": "containment_dedup"},
+            {"type": "near_dedup"},
+            {"type": "doc_summaries"},
+            {"type": "token_budget", "policy": "fill"},
+            {"type": "group_merge"},
+            {"type": "document_order"},
+        ],
+        "format": "lean",
+    },
+}
+
+
+def _frugal(qa: Mapping[str, Any]) -> dict[str, Any]:
+    """``qa`` with ``relevance_stop`` right before its ``token_budget``: derived, so a change to
+    ``qa``'s stages is ``frugal``'s too."""
+    out = copy.deepcopy(dict(qa))
+    stages = out["stages"]
+    at = next(i for i, s in enumerate(stages) if s["type"] == "token_budget")
+    stages.insert(at, {"type": "relevance_stop"})
+    out["description"] = (
+        "qa with the budget as a ceiling: after a 200-token floor, stop at the first chunk whose "
+        "score, normalised per list (top 1, lowest 0), is under 0.2 (reason below_relevance); "
+        "fewer tokens for about the same answers."
+    )
+    return out
+
+
+_PRESETS["frugal"] = _frugal(_PRESETS["qa"])
+_LOCK = threading.Lock()
+#: The keys a config mapping may have; anything else is a typo or a misplaced setting.
+
+
+def register_preset(name: str, config: Mapping[str, Any]) -> None:
+    """Add or replace a named preset (validated by building it once)."""
+    pipeline_from_config(config)
+    with _LOCK:
+        _PRESETS[name] = copy.deepcopy(dict(config))
+
+
+def get_preset(name: str) -> dict[str, Any]:
+    """A copy of a preset's config.
+
+    Raises:
+        ConfigError: listing the known presets.
+    """
+    try:
+        return copy.deepcopy(_PRESETS[name])
+    except KeyError:
+        raise ConfigError(
+            f"unknown preset {name!r}.{did_you_mean(str(name), _PRESETS)} Valid: {', '.join(sorted(_PRESETS))}. "
+            "Or pass a config mapping or a path to a .toml/.json config."
+        ) from None
+
+
+def list_presets() -> dict[str, str]:
+    """Preset names and their one-line descriptions."""
+    return {k: str(v.get("description", "")) for k, v in sorted(_PRESETS.items())}
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a ``.toml`` or ``.json`` config file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror}.") from None
+    try:
+        if p.suffix == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(raw.decode())
+        else:
+            data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid {p.suffix[1:] or 'JSON'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold an object/table at the top level.")
+    return data
+
+
+#: The top-level keys of a pipeline config (a mapping, a .toml/.json file, a preset).
+CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description"})
+
+
+def pipeline_from_config(
+    config: str | Path | Mapping[str, Any] = "qa",
+    *,
+    order: str | None = None,
+    format: str | Format | Mapping[str, Any] | None = None,
+) -> Pipeline:
+    """Build a pipeline from a preset name, config mapping or config file.
+
+    Args:
+        config: Preset name, mapping, or path to a ``.toml``/``.json`` file.
+        order: Replace the order stage (``relevance``, ``bookend``, ...).
+        format: Replace the format.
+    """
+    if isinstance(config, Path) or (isinstance(config, str) and config.endswith((".toml", ".json"))):
+        data = load_config_file(config)
+        name = Path(config).stem
+    elif isinstance(config, str):
+        data = get_preset(config)
+        name = config
+    elif isinstance(config, Mapping):
+        data = dict(config)
+        name = str(data.get("name", "custom"))
+    else:
+        raise ConfigError(f"config must be a preset name, a mapping or a path; got {type(config).__name__}.")
+    unknown = sorted(str(k) for k in data if k not in CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"config has no key {unknown[0]!r}.{did_you_mean(unknown[0], CONFIG_KEYS)} "
+            f"Valid keys: {', '.join(sorted(CONFIG_KEYS))}.",
+            loc=(unknown[0],),
+        )
+    if "preset" in data:
+        with located("preset"):
+            base = get_preset(str(data["preset"]))
+        base.update({k: v for k, v in data.items() if k != "preset"})
+        data = base
+        name = str(data.get("name", name))
+    stage_dicts = data.get("stages")
+    if not isinstance(stage_dicts, list):
+        raise ConfigError(
+            f"config 'stages' must be a list of stage objects; got {stage_dicts!r}. "
+            'Example: {"stages": [{"type": "exact_dedup"}], "format": "xml"}.',
+            loc=("stages",),
+        )
+    stages = []
+    for i, item in enumerate(stage_dicts):
+        try:
+            stages.append(stage_from_dict(item))
+        except ConfigError as exc:
+            raise ConfigError(f"stages[{i}]: {exc}", loc=("stages", i, *exc.loc)) from None
+    if order is not None:
+        new = order_stage(order)
+        positions = [i for i, s in enumerate(stages) if is_order_stage(s)]
+        if positions:
+            stages[positions[-1]] = new
+        else:
+            stages.append(new)
+    if format is not None:  # the argument, not a config key
+        fmt = get_format(format)
+    else:
+        with located("format"):
+            fmt = get_format(data.get("format", "xml"))
+    verify = data.get("verify", "auto")
+    return Pipeline(tuple(stages), fmt, verify=verify, name=name)
+
+
+def pipeline_to_config(pipeline: Pipeline) -> dict[str, Any]:
+    """The config mapping that rebuilds ``pipeline``."""
+    for s in pipeline.stages:
+        get_stage_class(s.name)  # raises for unregistered stages
+    return {
+        "name": pipeline.name,
+        "stages": [stage_to_dict(s) for s in pipeline.stages],
+        "format": format_to_dict(pipeline.format),
+        "verify": pipeline.verify,
+    }

@@ -1,0 +1,199 @@
+"""One row of a batch: its settings, parsing a query record, and assembling it into a result or an error row."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from contextwright.core.errors import ConfigError, InputError
+from contextwright.inputs.readers import QueryItem, Record, _item
+
+Engine = Literal["local", "ray"]
+OutFormat = Literal["jsonl", "jsonl.gz", "parquet"]
+#: ``progress(rows_done, errors)``, called after each batch of rows.
+Progress = Callable[[int, int], None]
+
+_INPUT_PREVIEW = 200
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSettings:
+    """How every row is assembled; picklable, so each worker builds the same assembler.
+
+    Attributes:
+        preset: A preset name, a config mapping or a path to a config file.
+        model: A registered model name (tokenizer and zones).
+        budget: The documents budget in tokens.
+        tokenizer: A tokenizer spec (a name; workers load it themselves).
+        format: Override the preset's format.
+        order: Override the preset's order.
+        store: A chunk store URL (``sqlite:///nq.db``, ``postgresql://...``);
+            each worker opens its own connection.
+        expand: Add the neighbours index±N from ``store``.
+        timings: Keep per-stage ``ms`` in the report (then output differs run to run).
+        options: Further :class:`~contextwright.assembly.assembler.Assembler` keywords
+            (``output_tokens``, ``system``, ...).
+    """
+
+    preset: str | Mapping[str, Any] = "qa"
+    model: str | None = None
+    budget: int | None = None
+    tokenizer: str | None = None
+    format: str | None = None
+    order: str | None = None
+    store: str | None = None
+    expand: int | None = None
+    timings: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Any:
+        """The assembler these settings describe (opens the store, if any)."""
+        from contextwright.assembly.assembler import Assembler
+
+        resources: dict[str, Any] = dict(self.options)
+        config: Any = dict(self.preset) if isinstance(self.preset, Mapping) else self.preset
+        if self.expand is not None:
+            if self.store is None:
+                raise ConfigError("expand needs store= (a chunk store URL to fetch neighbours from).")
+            from contextwright.assembly.presets import pipeline_from_config
+            from contextwright.stages.expand import with_expansion
+
+            config = with_expansion(pipeline_from_config(config), window=self.expand)
+        if self.store is not None:
+            from contextwright.stores import open_store
+
+            resources["store"] = open_store(self.store)
+        return Assembler(
+            config,
+            model=self.model,
+            budget=self.budget,
+            tokenizer=self.tokenizer,
+            format=self.format,
+            order=self.order,
+            **resources,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRow:
+    """One query's outcome: a record ``{id, text, tokens, citations, report}``, or an error.
+
+    Attributes:
+        id: The query's id (``""`` when the input had none).
+        record: The output record, or ``None`` for an error row.
+        error: ``"ErrorType: message"`` for an error row, else ``None``.
+        input: The start of the offending input (error rows only), to find it.
+        where: Where the row was read: ``file:line``, ``file[row]`` (Parquet,
+            JSON arrays) or ``queries[i]`` (rows passed to :func:`assemble_many`).
+    """
+
+    id: str
+    record: dict[str, Any] | None = None
+    error: str | None = None
+    input: str | None = None
+    where: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def error_dict(self) -> dict[str, Any]:
+        """The error file's line: ``{id, where, error, input}``."""
+        return {"id": self.id, "where": self.where, "error": self.error, "input": self.input}
+
+
+def _parse(row: Any, where: str) -> QueryItem:
+    """A row (a :class:`Record`, a JSON line, a mapping, or a QueryItem) as a QueryItem; raises InputError."""
+    if isinstance(row, QueryItem):
+        return row
+    if isinstance(row, Record):
+        return _item(row.data, row.where)
+    if isinstance(row, (str, bytes)):
+        try:
+            row = json.loads(row)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}).") from None
+    if not isinstance(row, Mapping):
+        raise InputError(
+            f"{where} is a {type(row).__name__}, not a query object; pass {{'question', 'chunks'}}."
+        )
+    return _item(row, where)
+
+
+def _row_id(row: Any) -> str:
+    if isinstance(row, QueryItem):
+        return row.id
+    if isinstance(row, Record):
+        row = row.data
+    if isinstance(row, (str, bytes)):
+        try:
+            row = json.loads(row)
+        except json.JSONDecodeError:
+            return ""
+    if isinstance(row, Mapping) and row.get("id") is not None:
+        return str(row["id"])
+    return ""
+
+
+def _preview(row: Any) -> str:
+    text: str
+    if isinstance(row, Record):
+        if row.raw is not None:
+            return row.raw
+        row = dict(row.data)
+    if isinstance(row, bytes):
+        text = row.decode("utf-8", "replace")
+    elif isinstance(row, str):
+        text = row
+    else:
+        try:
+            text = json.dumps(row if not isinstance(row, QueryItem) else asdict(row), ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(row)
+    return text[:_INPUT_PREVIEW]
+
+
+class RowAssembler:
+    """Assembles rows with one assembler: what each worker process and each Ray actor holds.
+
+    Example:
+        >>> worker = RowAssembler(BatchSettings(budget=500))
+        >>> worker('{"id": "q1", "question": "who?", "chunks": [{"text": "..."}]}').record["tokens"]
+    """
+
+    def __init__(self, settings: BatchSettings) -> None:
+        self.settings = settings
+        self.assembler = settings.build()
+
+    def __call__(self, row: Any, where: str = "") -> BatchRow:
+        if isinstance(row, Record):
+            where = row.where
+            if row.error is not None:  # unreadable where it was read: already an error row
+                return BatchRow(
+                    id=_row_id(row), error=f"InputError: {row.error}", input=_preview(row), where=where
+                )
+        try:
+            item = _parse(row, where or "row")
+            ctx = self.assembler.assemble(item.query, item.chunks)
+        except Exception as exc:  # a row's failure is its error row, never the job's
+            return BatchRow(
+                id=_row_id(row), error=f"{type(exc).__name__}: {exc}", input=_preview(row), where=where
+            )
+        report = ctx.report.to_dict()
+        if not self.settings.timings:
+            for stage in report["stages"]:
+                stage.pop("ms", None)
+        record = {
+            "id": item.id,
+            "text": ctx.text,
+            "tokens": ctx.tokens,
+            "citations": [c.to_dict() for c in ctx.citations],
+            "report": report,
+        }
+        return BatchRow(id=item.id, record=record, where=where)
+
+    def many(self, rows: Sequence[tuple[str, Any]]) -> list[BatchRow]:
+        """``self(row, where)`` for each ``(where, row)``."""
+        return [self(r, w) for w, r in rows]

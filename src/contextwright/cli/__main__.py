@@ -1,0 +1,5 @@
+"""``python -m contextwright.cli``."""
+
+from contextwright.cli import main
+
+main()

@@ -1,0 +1,199 @@
+"""The Typer app, its version flag, and what every command shares: options, errors, building the assembler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperOption
+
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_display_type(self: Any, ctx: Any) -> str | None:
+    # A boolean flag takes no value: show "--json", not "--json <bool>" (click never shows one).
+    return None if self.is_flag and not self.secondary_opts else _display_type(self, ctx)
+
+
+if not getattr(TyperOption.display_type_rich, "_contextwright", False):
+    _flag_display_type._contextwright = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
+
+app = typer.Typer(
+    name="contextwright",
+    help="Context assembly for RAG: budgets, dedup, ordering, citations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from contextwright import __version__
+
+        Console(highlight=False).print(f"contextwright {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Context assembly for RAG: budgets, dedup, ordering, citations."""
+
+
+# -- commands are added below, one section per command ------------------
+
+
+def fail(message: str) -> NoReturn:
+    """Print a readable error and exit with code 2 (bad input or options)."""
+    # The message is plain text: "[offline]" in an install hint must print as written.
+    err.print(f"[bold red]error:[/] {escape(cli_words(message))}", highlight=False, markup=True)
+    raise typer.Exit(2)
+
+
+def _csv(value: str | None) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+# Options shared by the commands that assemble (assemble, inspect).
+FileArg = Annotated[str, typer.Argument(help="JSON/JSONL(.gz) of chunks or of queries; '-' for stdin.")]
+QueryOpt = Annotated[str | None, typer.Option("--query", "-q", help="The query (default: from the input).")]
+ModelOpt = Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")]
+BudgetOpt = Annotated[int | None, typer.Option(help="Documents budget in tokens.")]
+PresetOpt = Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown, lean."),
+]
+OrderOpt = Annotated[
+    str | None,
+    typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
+]
+TokenizerOpt = Annotated[
+    str | None,
+    typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars."),
+]
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(help="Chunk store URL for expansion: sqlite:///nq.db, postgresql://..., memory://."),
+]
+
+
+def check_budget_and_model(budget: int | None, model: str | None) -> None:
+    """The library's budget/model errors in the CLI's words (flags, not Python arguments)."""
+    if budget is None and model is None:
+        fail(
+            "pass --budget N (the documents budget in tokens) or --model NAME (derives it from the "
+            "model's context window), e.g. --budget 1000 or --model gpt-4o-mini."
+        )
+    if model is None:
+        return
+    import difflib
+
+    from contextwright.core.errors import ConfigError
+    from contextwright.tokens.zones import get_model, list_models
+
+    try:
+        get_model(model)
+    except ConfigError:
+        close = difflib.get_close_matches(model.lower(), [m.name for m in list_models()], n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        fail(
+            f"--model {model!r} is not a known model.{hint} Pass --budget N (and --tokenizer) "
+            "instead; the known models: contextwright models."
+        )
+
+
+def cli_words(message: str) -> str:
+    """A library message with its Python arguments named as this CLI's flags."""
+    return message.replace("pass tokenizer='chars'", "pass --tokenizer chars")
+
+
+# The one store flag is --store; --db (index's old name) still works, with a hint.
+DbOpt = Annotated[str | None, typer.Option("--db", hidden=True, help="The old name of --store.")]
+
+
+def store_flag(store: str | None, db: str | None) -> str | None:
+    """The store URL from --store, or from --db with a hint that the flag is --store."""
+    if db is None:
+        return store
+    if store is not None and store != db:
+        fail(f"--store {store!r} and --db {db!r} name two stores; pass one, as --store URL.")
+    err.print("[yellow]note:[/] the store flag is --store (as in assemble, index, batch); --db works too.")
+    return db
+
+
+def new_sqlite_file(url: str) -> Path | None:
+    """The file a sqlite:/// URL would create, when it does not exist yet."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() != "sqlite" or not rest.startswith("/") or rest in ("/", "/:memory:"):
+        return None
+    path = Path(rest[1:])
+    return None if path.exists() else path
+
+
+def remove_sqlite_file(path: Path | None) -> None:
+    """Remove a database file this command created (and SQLite's side files), if any."""
+    if path is None:
+        return
+    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        p.unlink(missing_ok=True)
+
+
+def build_assembler(
+    preset: str,
+    *,
+    model: str | None,
+    budget: int | None,
+    tokenizer: str | None,
+    format: str | None,
+    order: str | None,
+    store: str | None = None,
+    expand: int | None = None,
+    embedder: str | None = None,
+    output_tokens: int | None = None,
+    history_tokens: int = 0,
+    **options: Any,
+) -> Any:
+    """An Assembler from command-line options, with the resources they name."""
+    from contextwright.assembly.assembler import Assembler
+
+    check_budget_and_model(budget, model)
+    resources: dict[str, Any] = {}
+    config: Any = preset
+    if expand is not None:
+        if store is None:
+            fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+        from contextwright.assembly.presets import pipeline_from_config
+        from contextwright.stages.expand import with_expansion
+
+        config = with_expansion(pipeline_from_config(preset), window=expand)
+    if store is not None:
+        from contextwright.stores import open_store
+
+        resources["store"] = open_store(store)
+    if embedder is not None:
+        from contextwright.clients.embed import SentenceTransformerEmbedder
+
+        resources["embedder"] = SentenceTransformerEmbedder(embedder)
+    return Assembler(
+        config,
+        model=model,
+        budget=budget,
+        tokenizer=tokenizer,
+        format=format,
+        order=order,
+        output_tokens=output_tokens,
+        history_tokens=history_tokens,
+        **options,
+        **resources,
+    )

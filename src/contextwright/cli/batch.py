@@ -1,0 +1,246 @@
+"""``contextwright batch`` and ``contextwright dedup-corpus``: jobs over whole files."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from contextwright.cli.base import (
+    BudgetOpt,
+    DbOpt,
+    FormatOpt,
+    ModelOpt,
+    OrderOpt,
+    PresetOpt,
+    StoreOpt,
+    TokenizerOpt,
+    app,
+    check_budget_and_model,
+    err,
+    fail,
+    store_flag,
+)
+from contextwright.cli.output import progress_bar
+
+
+@app.command("batch")
+def batch_cmd(
+    input: Annotated[
+        str,
+        typer.Argument(
+            help="JSONL(.gz), JSON or Parquet of queries ({id, question, chunks} or {query, chunks}); "
+            "with --engine ray also a directory or a URI Ray reads (s3://bucket/queries/)."
+        ),
+    ],
+    output: Annotated[
+        str,
+        typer.Argument(
+            help="Output .jsonl, .jsonl.gz or .parquet of {id, text, tokens, citations, report}, one "
+            "ordered file written here; with --engine ray, a directory (ending in /) or a URI gets "
+            "part files written by Ray in parallel."
+        ),
+    ],
+    engine: Annotated[
+        str, typer.Option(help="local (processes) or ray (Ray Data; RAY_ADDRESS picks a cluster).")
+    ] = "local",
+    workers: Annotated[
+        int | None, typer.Option(help="Processes or Ray actors (default: one per CPU).")
+    ] = None,
+    preset: PresetOpt = "qa",
+    model: ModelOpt = None,
+    budget: BudgetOpt = None,
+    format: FormatOpt = None,
+    order: OrderOpt = None,
+    tokenizer: TokenizerOpt = None,
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    expand: Annotated[
+        int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
+    ] = None,
+    errors: Annotated[
+        str | None, typer.Option(help="Error rows file (default: OUTPUT.errors.jsonl).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Rows per task.")] = 16,
+    out_format: Annotated[
+        str | None,
+        typer.Option(help="jsonl, jsonl.gz or parquet (default: from OUTPUT's name; a directory: jsonl)."),
+    ] = None,
+    rows_per_file: Annotated[
+        int, typer.Option(min=1, help="Directory OUTPUT: the fewest rows per part file.")
+    ] = 10_000,
+    timings: Annotated[
+        bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
+    ] = False,
+) -> None:
+    """Assemble every query of a file (locally or on Ray); failed rows go to an errors file."""
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    from contextwright.batch import BatchSettings, run_batch
+    from contextwright.core.errors import ContextwrightError
+
+    if engine not in ("local", "ray"):
+        fail(f"--engine must be local or ray; got {engine!r}.")
+    store = store_flag(store, db)
+    if expand is not None and store is None:
+        fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
+    if out_format not in (None, "jsonl", "jsonl.gz", "parquet"):
+        fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
+    check_budget_and_model(budget, model)
+    settings = BatchSettings(
+        preset=preset,
+        model=model,
+        budget=budget,
+        tokenizer=tokenizer,
+        format=format,
+        order=order,
+        store=store,
+        expand=expand,
+        timings=timings,
+    )
+    try:
+        with Progress(
+            TextColumn(f"batch ({engine})"),
+            TextColumn("{task.fields[done]:,} rows · {task.fields[errors]:,} errors"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as bar:
+            task = bar.add_task("batch", total=None, done=0, errors=0)
+            stats = run_batch(
+                input,
+                output,
+                engine=engine,  # type: ignore[arg-type]
+                workers=workers,
+                errors=errors,
+                batch_size=batch_size,
+                out_format=out_format,  # type: ignore[arg-type]
+                rows_per_file=rows_per_file,
+                settings=settings,
+                progress=lambda done, failed: bar.update(task, done=done, errors=failed),
+            )
+    except ContextwrightError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {output!r}: {exc.strerror or exc}")
+    line = (
+        f"assembled {stats.rows:,} rows into {output} with {engine} × {stats.workers} "
+        f"in {stats.seconds:.2f} s ({stats.per_second:,.1f} rows/s)"
+    )
+    if stats.errors:
+        line += f"; {stats.errors:,} error rows in {stats.errors_path}"
+    Console(highlight=False, soft_wrap=True).print(line)
+
+
+# -- dedup-corpus: near duplicates over a whole corpus (contextwright.batch.corpus_dedup) --
+
+
+@app.command("dedup-corpus")
+def dedup_corpus_cmd(
+    corpus: Annotated[
+        str,
+        typer.Argument(help="Corpus of chunks with 'text' (and 'id'): JSONL or a JSON array, .gz too."),
+    ],
+    out: Annotated[
+        str | None, typer.Option(help="Write the pairs here as JSONL {a, b, a_pos, b_pos, jaccard}.")
+    ] = None,
+    threshold: Annotated[float, typer.Option(help="Jaccard similarity of word shingles.")] = 0.9,
+    shingle_size: Annotated[int, typer.Option(help="Words per shingle.")] = 3,
+    num_perm: Annotated[int, typer.Option(help="MinHash hash functions.")] = 32,
+    seed: Annotated[int, typer.Option(help="Seed of the hash functions.")] = 1,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Processes hashing (default: one per CPU; same result).")
+    ] = None,
+    stats: Annotated[
+        bool, typer.Option("--stats", help="Print a JSON line of counts, seconds and peak memory.")
+    ] = False,
+) -> None:
+    """Find near-duplicate chunks in a whole corpus (MinHash LSH, verified by exact Jaccard)."""
+    import os
+
+    from contextwright.batch.corpus_dedup import iter_texts, near_duplicate_pairs
+    from contextwright.core.errors import ContextwrightError
+
+    found: dict[int, tuple[str, str]] = {}
+
+    def reread(positions: set[int]) -> dict[int, str]:
+        from contextwright.inputs.readers import read_records
+
+        for pos, record in enumerate(read_records(corpus, need="chunks", command="dedup-corpus")):
+            if pos in positions:
+                found[pos] = (str(record.data.get("id", pos)), record.data["text"])
+        return {p: t for p, (_, t) in found.items()}
+
+    try:
+        with progress_bar("dedup-corpus", "chunks hashed") as update:
+            result = near_duplicate_pairs(
+                iter_texts(corpus),
+                threshold=threshold,
+                shingle_size=shingle_size,
+                num_perm=num_perm,
+                seed=seed,
+                reread=reread,
+                progress=update,
+                workers=workers or os.cpu_count() or 1,
+            )
+    except ContextwrightError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot read {corpus!r}: {exc.strerror or exc}")
+    if out is not None:
+        _write_pairs(out, result, found)
+    bands, rows = result.bands
+    err.print(
+        f"{result.chunks:,} chunks · {result.candidates:,} candidates ({bands} bands × {rows} rows) · "
+        f"{len(result.pairs):,} near-duplicate pairs ≥ {threshold} · {len(result.duplicates):,} chunks to drop "
+        f"· {result.seconds:.1f} s" + (f" → {out}" if out else ""),
+        highlight=False,
+        markup=False,
+    )
+    if stats:
+        _print_stats(result)
+
+
+def _write_pairs(out: str, result: Any, found: dict[int, tuple[str, str]]) -> None:
+    """The near-duplicate pairs as JSON Lines: both ids, both positions, their Jaccard."""
+    import json
+
+    with open(out, "w", encoding="utf-8") as f:
+        for p in result.pairs:
+            row = {
+                "a": found[p.a][0],
+                "b": found[p.b][0],
+                "a_pos": p.a,
+                "b_pos": p.b,
+                "jaccard": p.jaccard,
+            }
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _print_stats(result: Any) -> None:
+    """The run's figures as one JSON line on stdout: counts, time, peak memory, CPU time."""
+    import json
+    import resource
+
+    # the largest process (this one, or a hashing worker), and the CPU time of all of them
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    peak = max(u.ru_maxrss for u in usage) / 1024
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+    sys.stdout.write(
+        json.dumps(
+            {
+                "chunks": result.chunks,
+                "candidates": result.candidates,
+                "pairs": len(result.pairs),
+                "duplicates": len(result.duplicates),
+                "seconds": round(result.seconds, 3),
+                "timings": {k: round(v, 3) for k, v in result.timings.items()},
+                "peak_rss_mb": round(peak, 1),
+                "cpu_s": round(cpu, 2),
+            }
+        )
+        + "\n"
+    )

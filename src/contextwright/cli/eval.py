@@ -1,0 +1,302 @@
+"""``contextwright eval``: retention, and a real model reading the context."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from contextwright.cli.base import (
+    _csv,
+    app,
+    err,
+    fail,
+)
+from contextwright.cli.output import warnings_once
+
+
+def _run_reader(
+    result: Any,
+    queries: Any,
+    strategies: list[str],
+    budgets: list[int],
+    *,
+    url: str,
+    model: str | None,
+    key_env: str,
+    cache: str | None,
+    max_tokens: int,
+    concurrency: int,
+    timeout_s: float,
+    tokenizer: str,
+    corpus: str | None,
+    positions: int | None,
+    prior_out: str | None,
+) -> Any:
+    """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
+    import dataclasses
+    import os
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from contextwright.eval.reader import Reader, default_cache_path, evaluate_reader
+    from contextwright.eval.runner import open_corpus_store
+
+    if not model:
+        fail("--reader needs --reader-model, the model name the endpoint expects (e.g. gpt-4o-mini).")
+    if prior_out is not None and positions is None:
+        fail("--prior-out writes the curve of the position sweep: pass --positions K too (e.g. 5).")
+    key = os.environ.get(key_env) if key_env else None
+    resources = {"store": open_corpus_store(corpus)} if corpus else {}
+    with (
+        Reader(
+            url,
+            model=model,
+            api_key=key,
+            cache=cache or default_cache_path(),
+            max_tokens=max_tokens,
+            max_concurrency=concurrency,
+            timeout_s=timeout_s,
+        ) as rd,
+        Progress(
+            TextColumn("reader"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("replies"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar,
+    ):
+        task = bar.add_task("reader", total=None)
+        try:
+            measured = evaluate_reader(
+                queries,
+                strategies,
+                budgets,
+                reader=rd,
+                tokenizer=tokenizer,
+                resources=resources,
+                positions=positions,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+        except KeyboardInterrupt:
+            err.print(
+                f"interrupted: the replies so far are cached in {rd.cache_path}; "
+                "run the same command again to resume.",
+                highlight=False,
+            )
+            raise typer.Exit(130) from None
+    _report_reader(measured, prior_out)
+    return dataclasses.replace(result, reader=measured)
+
+
+def print_uncut(table: Any) -> None:
+    """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut."""
+    out = Console(highlight=False)
+    needed = out.measure(table, options=out.options.update_width(1_000)).maximum
+    if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
+        out = Console(highlight=False, width=needed)
+    out.print(table)
+
+
+# -- eval (contextwright.eval) ---------------------------------------------
+
+
+@app.command("eval")
+def eval_cmd(
+    data: Annotated[
+        str, typer.Argument(help="JSONL(.gz) of queries with labelled chunks (has_answer) and answers.")
+    ],
+    budget: Annotated[
+        str, typer.Option("--budget", "-b", help="Budgets in tokens, comma-separated.")
+    ] = "300,500,1000,1500",
+    strategy: Annotated[
+        str | None,
+        typer.Option("--strategy", "-s", help="naive, greedy, preset names, comma-separated (default: all)."),
+    ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", "-c", help="A .toml/.json config to evaluate too (repeatable)."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N queries.")] = None,
+    workers: Annotated[int, typer.Option(help="Worker processes (results are identical to 1).")] = 1,
+    engine: Annotated[
+        str, typer.Option(help="local (processes) or ray (Ray Data actors; RAY_ADDRESS picks a cluster).")
+    ] = "local",
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer that defines the budget.")] = "cl100k_base",
+    prior: Annotated[
+        str | None,
+        typer.Option(help="Positional prior .json/.toml (default: Liu et al. 2024, GPT-3.5, 20 docs)."),
+    ] = None,
+    corpus: Annotated[
+        str | None,
+        typer.Option(help="Chunk corpus JSONL(.gz): opens a SQLite store for strategies that expand."),
+    ] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the full results as JSON here.")
+    ] = None,
+    html_out: Annotated[
+        str | None, typer.Option("--html", help="Write a self-contained HTML report here.")
+    ] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible API root of a reader model (e.g. http://127.0.0.1:8080/v1): "
+            "the model answers each question from each strategy's context, plus closed-book and oracle."
+        ),
+    ] = None,
+    reader_model: Annotated[
+        str | None, typer.Option(help="The reader's model name (required with --reader).")
+    ] = None,
+    reader_key_env: Annotated[
+        str,
+        typer.Option(help="Environment variable holding the reader's API key (empty: send none)."),
+    ] = "OPENAI_API_KEY",
+    reader_cache: Annotated[
+        str | None,
+        typer.Option(
+            help="SQLite file of cached replies (default: reader.sqlite in ~/.cache/contextwright)."
+        ),
+    ] = None,
+    reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
+    reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
+    reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
+    positions: Annotated[
+        int | None,
+        typer.Option(
+            help="With --reader: the position sweep with K chunks (answer chunk at each of K positions)."
+        ),
+    ] = None,
+    prior_out: Annotated[
+        str | None,
+        typer.Option(help="With --positions: write the measured curve here as a prior file for --prior."),
+    ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="Print every metric and reader column (default: the headline ones, 80 columns).",
+        ),
+    ] = False,
+) -> None:
+    """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
+
+    With --reader, a real model answers the questions: accuracy with 95 % intervals per strategy, the delta vs naive with a paired test, tokens sent and latency; replies are cached on disk, so an interrupted run resumes where it stopped.
+    """  # one line per paragraph: the help reflows it to the terminal's width
+    import logging
+
+    from contextwright.core.errors import ContextwrightError
+    from contextwright.eval import default_strategies, load_queries
+
+    try:
+        budgets = [int(b) for b in _csv(budget)]
+    except ValueError:
+        fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
+    if engine not in ("local", "ray"):
+        fail(f"--engine must be local or ray; got {engine!r}.")
+    names: list[str] = _csv(strategy) if strategy else default_strategies()
+    handler = warnings_once()
+    try:
+        queries = load_queries(data, limit=limit)
+        result = _retention(
+            queries,
+            [*names, *(config or [])],
+            budgets,
+            dict(tokenizer=tokenizer, prior=prior, corpus=corpus, workers=workers, engine=engine),
+        )
+        if reader is not None:
+            result = _run_reader(
+                result,
+                queries,
+                [*names, *(config or [])],
+                budgets,
+                url=reader,
+                model=reader_model,
+                key_env=reader_key_env,
+                cache=reader_cache,
+                max_tokens=reader_max_tokens,
+                concurrency=reader_concurrency,
+                timeout_s=reader_timeout,
+                tokenizer=tokenizer,
+                corpus=corpus,
+                positions=positions,
+                prior_out=prior_out,
+            )
+        elif positions is not None or prior_out is not None:
+            fail("--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME.")
+        _publish(result, data=data, wide=wide, json_out=json_out, html_out=html_out)
+    except ContextwrightError as exc:
+        fail(str(exc))
+    finally:
+        logging.getLogger("contextwright").removeHandler(handler)
+
+
+def _report_reader(measured: Any, prior_out: str | None) -> None:
+    """Say how many reader requests failed, and write the position sweep's prior when asked."""
+    import json
+    from pathlib import Path
+
+    failed = measured.meta.get("failed", 0)
+    if failed:
+        err.print(
+            f"[yellow]reader: {failed} request(s) failed; they are listed with their errors in the JSON "
+            "and left out of the accuracies.[/]",
+            highlight=False,
+        )
+    if prior_out is not None and measured.sweep is not None:
+        if not any(measured.sweep.answered):
+            fail("the position sweep got no replies, so there is no prior to write.")
+        Path(prior_out).write_text(json.dumps(measured.sweep.prior_dict(), indent=1) + "\n", encoding="utf-8")
+        err.print(f"wrote {prior_out} (use it with --prior)", highlight=False)
+
+
+def _publish(result: Any, *, data: str, wide: bool, json_out: str | None, html_out: str | None) -> None:
+    """What was skipped or degraded on stderr, the tables on stdout, and the JSON and HTML files."""
+    from contextwright.eval.report import render_table, to_json, write_html
+
+    for name, reason in result.skipped.items():
+        err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
+    for name, note in result.notes.items():
+        err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
+    print_uncut(render_table(result, wide=wide))
+    if result.reader is not None:
+        from contextwright.eval.report import render_reader_table
+
+        print_uncut(render_reader_table(result.reader, wide=wide))
+    meta = {"data": data}
+    if json_out:
+        to_json(result, json_out, meta=meta)
+        err.print(f"wrote {json_out}", highlight=False)
+    if html_out:
+        write_html(result, html_out, meta=meta)
+        err.print(f"wrote {html_out}", highlight=False)
+
+
+def _retention(queries: Any, strategies: list[str], budgets: list[int], options: dict[str, Any]) -> Any:
+    """:func:`contextwright.eval.evaluate` with a progress bar on a terminal (nothing when piped)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from contextwright.eval import evaluate
+
+    with Progress(
+        TextColumn("eval"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("queries"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,  # a bar on a terminal; nothing extra when piped
+    ) as bar:
+        task = bar.add_task("eval", total=len(queries))
+        result = evaluate(
+            queries,
+            strategies,
+            budgets,
+            **options,
+            progress=lambda done, total: bar.update(task, completed=done),
+        )
+    return result

@@ -1,0 +1,63 @@
+"""``contextwright serve``: the HTTP service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from contextwright.cli.base import (
+    app,
+    fail,
+)
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+    workers: Annotated[int | None, typer.Option(help="uvicorn worker processes (default 1).")] = None,
+    config: Annotated[
+        str | None, typer.Option(help="Service TOML file (else $CONTEXTWRIGHT_CONFIG).")
+    ] = None,
+    log_level: Annotated[str | None, typer.Option(help="uvicorn log level.")] = None,
+) -> None:
+    """Run the HTTP service (POST /v1/assemble, /metrics, the inspector at /)."""
+    import os
+
+    from contextwright.core.errors import ContextwrightError
+    from contextwright.service import ServiceConfig, create_app
+
+    try:
+        import uvicorn
+    except ImportError:
+        fail("the service needs the 'service' extra: pip install 'contextwright[service]'")
+    try:
+        cfg = ServiceConfig.load(config, host=host, port=port, workers=workers, log_level=log_level)
+        if cfg.workers == 1:
+            uvicorn.run(
+                create_app(cfg),
+                host=cfg.host,
+                port=cfg.port,
+                log_level=cfg.log_level,
+                access_log=not cfg.access_log,  # the service writes its own (JSON) access log
+            )
+            return
+        create_app(cfg)  # fail here, once, rather than in every worker
+    except ContextwrightError as exc:
+        fail(str(exc))
+    # Worker processes build their app from the import string; the settings travel as
+    # CONTEXTWRIGHT_* variables, which ServiceConfig.load reads in each worker.
+    os.environ.update(cfg.to_env())
+    from contextwright.service.metrics import shared_metrics_dir
+
+    with shared_metrics_dir():  # /metrics sums every worker's values (prometheus multiprocess mode)
+        uvicorn.run(
+            "contextwright.service:create_app",
+            factory=True,
+            host=cfg.host,
+            port=cfg.port,
+            workers=cfg.workers,
+            log_level=cfg.log_level,
+            access_log=not cfg.access_log,
+        )

@@ -1,0 +1,125 @@
+"""The requests a reader run sends: one per strategy, budget and query, plus the references, and their answers scored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contextwright.clients.chat import ChatReply
+from contextwright.core.errors import LLMError
+from contextwright.eval.data import EvalQuery
+from contextwright.eval.reader_client import (
+    BRIEF,
+    CLOSED_BOOK,
+    CLOSED_BOOK_PROMPT,
+    ORACLE,
+    Reader,
+    logger,
+)
+from contextwright.eval.reader_results import (
+    ReaderAnswer,
+    score_reply,
+)
+from contextwright.eval.strategies import Strategy
+from contextwright.render.messages import Message, build_messages
+from contextwright.tokens import CachedTokenizer, Tokenizer
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    query: EvalQuery
+    strategy: str
+    budget: int
+    messages: list[dict[str, str]]
+    blocks: tuple[str, ...]
+    numbered: bool
+    error: str | None = None
+
+
+def plain_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def tokens_sent(messages: Sequence[Mapping[str, str]], tokenizer: Tokenizer | CachedTokenizer) -> int:
+    return sum(tokenizer.count(m["content"]) for m in messages)
+
+
+def system_of(reader: Reader) -> str:
+    from contextwright.render.messages import system_prompt
+
+    return system_prompt(reader.system) + BRIEF
+
+
+def strategy_request(
+    query: EvalQuery,
+    strategy: Strategy,
+    budget: int,
+    *,
+    tokenizer: CachedTokenizer,
+    resources: Mapping[str, Any],
+    system: str,
+) -> Request:
+    try:
+        out = strategy.run(
+            query.question, query.chunks, budget=budget, tokenizer=tokenizer, resources=resources
+        )
+    except Exception as exc:  # a strategy failing on one query is recorded, not fatal
+        logger.warning("strategy failed", extra={"strategy": strategy.name, "query_id": query.id})
+        return Request(query, strategy.name, budget, [], (), False, error=f"assembly failed: {exc}")
+    ctx = out.context
+    if ctx is not None:
+        messages = plain_messages(ctx.messages(query.question, system=system))
+        # Citations are scored only where the context shows `[n]` labels (not `minimal`'s bare blocks).
+        numbered = bool(ctx.citations) and ctx.format is not None and ctx.format.citation_style() == "[{n}]"
+        return Request(query, strategy.name, budget, messages, out.blocks, numbered)
+    messages = plain_messages(build_messages(out.text, query.question, system=system))
+    return Request(query, strategy.name, budget, messages, out.blocks, False)
+
+
+def oracle_request(query: EvalQuery, *, system: str) -> Request | None:
+    if query.first_answer_rank is None:
+        return None
+    chunk = query.chunks[query.first_answer_rank]
+    text = str(chunk.get("text", ""))
+    messages = plain_messages(build_messages(text, query.question, system=system))
+    return Request(query, ORACLE, 0, messages, (text,), False)
+
+
+def closed_request(query: EvalQuery) -> Request:
+    messages = [
+        {"role": "system", "content": CLOSED_BOOK_PROMPT},
+        {"role": "user", "content": f"Question: {query.question}"},
+    ]
+    return Request(query, CLOSED_BOOK, 0, messages, (), False)
+
+
+def answer_of(
+    req: Request, got: tuple[ChatReply, bool] | LLMError | None, tokenizer: Tokenizer | CachedTokenizer
+) -> ReaderAnswer:
+    q, s, b = req.query.id, req.strategy, req.budget
+    if req.error is not None or got is None:
+        return ReaderAnswer(q, s, b, ok=False, error=req.error or "not asked")
+    sent = tokens_sent(req.messages, tokenizer)
+    if isinstance(got, LLMError):
+        return ReaderAnswer(q, s, b, ok=False, tokens_sent=sent, error=str(got))
+    reply, cached = got
+    sc = score_reply(reply.content, req.query.answers, req.blocks, numbered=req.numbered)
+    return ReaderAnswer(
+        q,
+        s,
+        b,
+        ok=True,
+        answer=reply.content,
+        correct=bool(sc["correct"]),
+        exact=bool(sc["exact"]),
+        cites=bool(sc["cites"]),
+        cited=int(sc["cited"]),
+        cited_correct=int(sc["cited_correct"]),
+        tokens_sent=sent,
+        prompt_tokens=reply.prompt_tokens,
+        latency_ms=reply.latency_ms,
+        cached=cached,
+        finish_reason=reply.finish_reason,
+        numbered=req.numbered,
+    )
