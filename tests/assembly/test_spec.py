@@ -40,3 +40,26 @@ def test_an_unknown_option_is_named_with_the_known_ones() -> None:
         AssemblerSpec.from_options({"budget": 300, "budgett": 5}, where="body")
     assert "body.budgett is not an assembler option" in str(err.value)
     assert "budget" in str(err.value) and "stable_order" in str(err.value)
+
+
+def test_the_cli_batch_service_eval_and_adapters_build_through_the_spec() -> None:
+    """Only the assembly layer calls ``Assembler(...)``; every edge fills an AssemblerSpec (issue 25)."""
+    import ast
+    from pathlib import Path
+
+    import contextwright
+
+    root = Path(contextwright.__file__).parent
+    direct = []
+    for path in sorted(root.rglob("*.py")):
+        if path.parent.name == "assembly":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Assembler"
+            ):
+                direct.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert direct == []
+    users = [p for p in root.rglob("*.py") if "AssemblerSpec(" in p.read_text(encoding="utf-8")]
+    assert {p.parent.name for p in users} >= {"cli", "batch", "service", "eval", "adapters"}

@@ -50,7 +50,7 @@ class BatchSettings:
 
     def build(self) -> Any:
         """The assembler these settings describe (opens the store, if any)."""
-        from contextwright.assembly.assembler import Assembler
+        from contextwright.assembly.spec import AssemblerSpec
 
         resources: dict[str, Any] = dict(self.options)
         config: Any = dict(self.preset) if isinstance(self.preset, Mapping) else self.preset
@@ -65,15 +65,17 @@ class BatchSettings:
             from contextwright.stores import open_store
 
             resources["store"] = open_store(self.store)
-        return Assembler(
+        known = set(AssemblerSpec.options())  # options may hold assembler settings and resources
+        spec = AssemblerSpec(
             config,
             model=self.model,
             budget=self.budget,
             tokenizer=self.tokenizer,
             format=self.format,
             order=self.order,
-            **resources,
+            **{k: v for k, v in resources.items() if k in known},
         )
+        return spec.build(**{k: v for k, v in resources.items() if k not in known})
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,7 +165,7 @@ def build_assembler(
     **options: Any,
 ) -> Any:
     """An Assembler from command-line options, with the resources they name."""
-    from contextwright.assembly.assembler import Assembler
+    from contextwright.assembly.spec import AssemblerSpec
 
     check_budget_and_model(budget, model)
     resources: dict[str, Any] = {}
@@ -185,7 +185,7 @@ def build_assembler(
         from contextwright.clients.embed import SentenceTransformerEmbedder
 
         resources["embedder"] = SentenceTransformerEmbedder(embedder)
-    return Assembler(
+    return AssemblerSpec(
         config,
         model=model,
         budget=budget,
@@ -195,5 +195,4 @@ def build_assembler(
         output_tokens=output_tokens,
         history_tokens=history_tokens,
         **options,
-        **resources,
-    )
+    ).build(**resources)

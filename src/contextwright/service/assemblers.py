@@ -68,8 +68,8 @@ class Assemblers:
 
     def _build(self, o: Mapping[str, Any]) -> Assembler:
         """Build an assembler, attributing each library error to the request field that caused it."""
-        from contextwright.assembly.assembler import Assembler
         from contextwright.assembly.presets import get_preset, pipeline_from_config
+        from contextwright.assembly.spec import AssemblerSpec
         from contextwright.render.format import get_format
         from contextwright.stages.order import order_stage
         from contextwright.tokens import get_tokenizer
@@ -111,7 +111,7 @@ class Assemblers:
         zones_loc: Loc = ["body", "output_tokens"] if o["output_tokens"] is not None else ["body", "model"]
         return check(  # type: ignore[no-any-return]
             zones_loc if model is not None else loc,
-            lambda: Assembler(
+            lambda: AssemblerSpec(
                 pipeline,
                 model=model,
                 budget=o["budget_hint"],
@@ -124,6 +124,5 @@ class Assemblers:
                 tool_tokens=o.get("tool_tokens", 0),
                 tool_policy=o.get("tool_policy", "drop_largest"),
                 stable_order=o.get("stable_order", False),
-                **self.resources,
-            ),
+            ).build(**self.resources),
         )
