@@ -82,11 +82,7 @@ def _stages(*stages: dict[str, object]) -> dict[str, object]:
         (_stages({"type": "top_k", "k": 10**9}), ("stages", 1, "k"), "beyond its bound"),
         (_stages({"type": "near_dedup", "method": "\ud800"}), ("stages", 1, "method"), "lone surrogate"),
         (_stages({"type": "bogus"}), ("stages", 1, "type"), "unknown stage type 'bogus'"),
-        (
-            _stages({"type": "top_k", "k": -1}),
-            ("stages", 1),
-            "k must be",
-        ),  # the stage's own check: no setting yet
+        (_stages({"type": "top_k", "k": -1}), ("stages", 1, "k"), "k must be"),  # the stage's own check
         (_stages(5), ("stages", 1), "must be an object with a 'type' key"),  # type: ignore[arg-type]
         ({"stages": "x"}, ("stages",), "must be a list"),
         ({"stages": [], "fromat": "xml"}, ("fromat",), "Did you mean 'format'"),

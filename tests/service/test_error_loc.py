@@ -46,7 +46,7 @@ def _stages(*stages: Any) -> dict[str, Any]:
         (_stages({"type": "near_dedup", "num_perm": 10**9}), ("stages", 1, "num_perm"), ["stages", 1]),
         (_stages({"type": "top_k", "k": 10**9}), ("stages", 1, "k"), ["stages", 1]),
         (_stages({"type": "bogus"}), ("stages", 1, "type"), ["stages", 1]),
-        (_stages({"type": "top_k", "k": -1}), ("stages", 1), ["stages", 1]),
+        (_stages({"type": "top_k", "k": -1}), ("stages", 1, "k"), ["stages", 1]),
         (_stages(5), ("stages", 1), ["stages", 1]),
         ({"stages": "x"}, ("stages",), []),
         ({"stages": [], "fromat": "xml"}, ("fromat",), []),
@@ -103,3 +103,28 @@ def test_no_service_module_imports_the_package_root() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module == "contextwright" and not node.level:
                 for alias in node.names:
                     assert importlib.util.find_spec(f"contextwright.{alias.name}"), (path.name, alias.name)
+
+
+def test_a_stage_constructor_names_its_setting_in_loc() -> None:
+    """The stages' own checks carry ``loc`` too; through a config it is prefixed with the stage."""
+    import pytest
+
+    from contextwright.assembly.presets import pipeline_from_config
+    from contextwright.core.errors import ConfigError
+    from contextwright.stages.budget import TokenBudget
+    from contextwright.stages.expand import ExpandNeighbors
+    from contextwright.stages.filter import TopKFilter
+
+    cases = [
+        (lambda: TopKFilter(k=-1), ("k",)),
+        (lambda: TokenBudget(policy="most"), ("policy",)),
+        (lambda: ExpandNeighbors(factor=2.0), ("factor",)),
+    ]
+    for build, loc in cases:
+        with pytest.raises(ConfigError) as err:
+            build()
+        assert err.value.loc == loc
+    config = {"stages": [{"type": "exact_dedup"}, {"type": "top_k", "k": -1}]}
+    with pytest.raises(ConfigError) as err:
+        pipeline_from_config(config)
+    assert err.value.loc == ("stages", 1, "k")

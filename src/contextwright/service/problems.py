@@ -119,7 +119,7 @@ def body_too_large(limit: int) -> str:
 
 # The message regexes below are the fallback for errors that carry no ``loc``
 # (:attr:`contextwright.core.errors.ContextwrightError.loc`). Those that remain: every InputError
-# (``chunks[3].score: ...``, raised in types/io, which set no loc yet), check_tree's paths
+# (``chunks[3].score: ...``, raised in model/inputs, which set no loc yet), check_tree's paths
 # (``body.chunks[0].metadata.k``, see dotted_loc), and a ConfigError naming ``stages[n]`` that
 # pipeline_from_config did not raise (Pipeline given a non-stage object).
 # Anchored, one bounded or single unbounded run each: linear in the message. Indices have at most

@@ -105,14 +105,17 @@ class TokenBudget:
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
-            raise ConfigError(f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}.")
+            raise ConfigError(
+                f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}.", loc=("policy",)
+            )
         if (
             isinstance(self.min_truncated_tokens, bool)
             or not isinstance(self.min_truncated_tokens, int)
             or self.min_truncated_tokens < 1
         ):
             raise ConfigError(
-                f"min_truncated_tokens must be a positive integer; got {self.min_truncated_tokens!r}."
+                f"min_truncated_tokens must be a positive integer; got {self.min_truncated_tokens!r}.",
+                loc=("min_truncated_tokens",),
             )
 
     def __call__(

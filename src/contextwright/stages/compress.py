@@ -181,7 +181,8 @@ def check_plan_settings(max_sentences: int | None, whole_share: float) -> None:
         isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1
     ):
         raise ConfigError(
-            f"max_sentences must be a positive integer or None; got {max_sentences!r}. Example: 2."
+            f"max_sentences must be a positive integer or None; got {max_sentences!r}. Example: 2.",
+            loc=("max_sentences",),
         )
     if (
         isinstance(whole_share, bool)
@@ -190,7 +191,8 @@ def check_plan_settings(max_sentences: int | None, whole_share: float) -> None:
     ):
         raise ConfigError(
             f"whole_share must be a number from 0 to 1 (the share of the budget kept for whole "
-            f"top chunks); got {whole_share!r}. Example: 0.9."
+            f"top chunks); got {whole_share!r}. Example: 0.9.",
+            loc=("whole_share",),
         )
 
 
@@ -285,7 +287,8 @@ class ExtractiveCompress:
         if isinstance(self.ratio, bool) or not isinstance(self.ratio, (int, float)) or not 0 < self.ratio < 1:
             raise ConfigError(
                 f"ratio must be a number between 0 and 1 (the share of a chunk's tokens to keep); "
-                f"got {self.ratio!r}. Example: ratio=0.3."
+                f"got {self.ratio!r}. Example: ratio=0.3.",
+                loc=("ratio",),
             )
         check_plan_settings(self.max_sentences, self.whole_share)
         if self.min_score is not None and (
@@ -293,15 +296,22 @@ class ExtractiveCompress:
             or not isinstance(self.min_score, (int, float))
             or not math.isfinite(self.min_score)
         ):
-            raise ConfigError(f"min_score must be a finite number or None; got {self.min_score!r}.")
+            raise ConfigError(
+                f"min_score must be a finite number or None; got {self.min_score!r}.", loc=("min_score",)
+            )
         if (
             isinstance(self.min_sentence_score, bool)
             or not isinstance(self.min_sentence_score, (int, float))
             or not math.isfinite(self.min_sentence_score)
         ):
-            raise ConfigError(f"min_sentence_score must be a finite number; got {self.min_sentence_score!r}.")
+            raise ConfigError(
+                f"min_sentence_score must be a finite number; got {self.min_sentence_score!r}.",
+                loc=("min_sentence_score",),
+            )
         if self.scoring not in ("auto", "bm25", "embedding"):
-            raise ConfigError(f"scoring must be 'auto', 'bm25' or 'embedding'; got {self.scoring!r}.")
+            raise ConfigError(
+                f"scoring must be 'auto', 'bm25' or 'embedding'; got {self.scoring!r}.", loc=("scoring",)
+            )
         if (
             isinstance(self.length_norm, bool)
             or not isinstance(self.length_norm, (int, float))
@@ -309,13 +319,15 @@ class ExtractiveCompress:
         ):
             raise ConfigError(
                 f"length_norm must be a number from 0 to 1 (BM25 b for sentences); "
-                f"got {self.length_norm!r}. Example: length_norm=0.0."
+                f"got {self.length_norm!r}. Example: length_norm=0.0.",
+                loc=("length_norm",),
             )
         if self.max_words is not None and (
             isinstance(self.max_words, bool) or not isinstance(self.max_words, int) or self.max_words < 1
         ):
             raise ConfigError(
-                f"max_words must be a positive integer or None; got {self.max_words!r}. Example: max_words=40."
+                f"max_words must be a positive integer or None; got {self.max_words!r}. Example: max_words=40.",
+                loc=("max_words",),
             )
 
     def __call__(

@@ -236,18 +236,21 @@ class ContainmentDedup:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 < t <= 1.0:
             raise ConfigError(
                 f"threshold must be a share of a chunk's words in (0, 1]; got {t!r}. 0.5 drops a chunk "
-                "when most of it is already in the context."
+                "when most of it is already in the context.",
+                loc=("threshold",),
             )
         k = self.shingle_size
         if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= 64:
             raise ConfigError(
-                f"shingle_size must be an integer in [2, 64]; got {k!r}. 8 words are rarely shared by chance."
+                f"shingle_size must be an integer in [2, 64]; got {k!r}. 8 words are rarely shared by chance.",
+                loc=("shingle_size",),
             )
         r = self.reach
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1_000:
             raise ConfigError(
                 f"reach must be a number of budgets in [0, 1000]; got {r!r}. 3 compares the chunks a "
-                "budget can reach; 0 compares every chunk."
+                "budget can reach; 0 compares every chunk.",
+                loc=("reach",),
             )
 
     def __call__(

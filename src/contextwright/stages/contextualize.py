@@ -60,7 +60,8 @@ class DocSummaries:
         if not isinstance(pairs, (tuple, list)):
             raise ConfigError(
                 f"summaries must be a mapping doc_id -> summary or a list of [doc_id, summary] pairs; "
-                f"got {type(raw).__name__}."
+                f"got {type(raw).__name__}.",
+                loc=("summaries",),
             )
         clean: list[tuple[str, str]] = []
         for item in pairs:
@@ -71,7 +72,8 @@ class DocSummaries:
             ):
                 raise ConfigError(
                     f"summaries entries must be [doc_id, summary] string pairs; got {item!r}. "
-                    'Example: {"wiki:Paris": "Paris is the capital of France."}.'
+                    'Example: {"wiki:Paris": "Paris is the capital of France."}.',
+                    loc=("summaries",),
                 )
             clean.append((item[0], item[1]))
         object.__setattr__(self, "summaries", tuple(clean))
@@ -81,7 +83,9 @@ class DocSummaries:
             or not isinstance(keys, (tuple, list))
             or not all(isinstance(k, str) for k in keys)
         ):
-            raise ConfigError(f"metadata_keys must be a list of strings; got {keys!r}.")
+            raise ConfigError(
+                f"metadata_keys must be a list of strings; got {keys!r}.", loc=("metadata_keys",)
+            )
         object.__setattr__(self, "metadata_keys", tuple(keys))
 
     def _own(self, c: Chunk) -> str | None:

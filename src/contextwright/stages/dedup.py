@@ -234,7 +234,8 @@ class OverlapDedup:
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ConfigError(
                 f"min_overlap_chars must be a positive integer; got {m!r}. The default, 20, ignores "
-                "coincidental matches of a few words."
+                "coincidental matches of a few words.",
+                loc=("min_overlap_chars",),
             )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, meter: Meter | None = None) -> StageResult:

@@ -62,11 +62,14 @@ class MMRBudget:
     def __post_init__(self) -> None:
         v = self.lambda_mult
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ConfigError(f"mmr lambda_mult must be a number from 0 to 1; got {v!r}.")
+            raise ConfigError(
+                f"mmr lambda_mult must be a number from 0 to 1; got {v!r}.", loc=("lambda_mult",)
+            )
         r = self.cost_exponent
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0:
             raise ConfigError(
-                f"mmr cost_exponent must be a number from 0 (classic MMR) to 2; got {r!r}. 1 = per token."
+                f"mmr cost_exponent must be a number from 0 (classic MMR) to 2; got {r!r}. 1 = per token.",
+                loc=("cost_exponent",),
             )
 
     def __call__(

@@ -85,7 +85,8 @@ class ExpandNeighbors:
         ):
             raise ConfigError(
                 f"window must be an integer from 0 to {MAX_WINDOW} (neighbours on each side); "
-                f"got {self.window!r}. Use window=1 for the chunk before and after."
+                f"got {self.window!r}. Use window=1 for the chunk before and after.",
+                loc=("window",),
             )
         if (
             isinstance(self.factor, bool)
@@ -95,10 +96,11 @@ class ExpandNeighbors:
         ):
             raise ConfigError(
                 f"factor must be a number from 0 to 1 (expanded score = parent score × factor); "
-                f"got {self.factor!r}. The default 0.5 ranks neighbours below their parents."
+                f"got {self.factor!r}. The default 0.5 ranks neighbours below their parents.",
+                loc=("factor",),
             )
         if not isinstance(self.strict, bool):
-            raise ConfigError(f"strict must be true or false; got {self.strict!r}.")
+            raise ConfigError(f"strict must be true or false; got {self.strict!r}.", loc=("strict",))
         if self.timeout_s is not None and (
             isinstance(self.timeout_s, bool)
             or not isinstance(self.timeout_s, (int, float))
@@ -106,7 +108,8 @@ class ExpandNeighbors:
             or self.timeout_s <= 0
         ):
             raise ConfigError(
-                f"timeout_s must be a positive number of seconds or null; got {self.timeout_s!r}."
+                f"timeout_s must be a positive number of seconds or null; got {self.timeout_s!r}.",
+                loc=("timeout_s",),
             )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, store: Any = None) -> StageResult:

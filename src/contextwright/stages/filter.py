@@ -51,7 +51,9 @@ class MinScoreFilter:
             or not isinstance(self.min_score, (int, float))
             or not math.isfinite(self.min_score)
         ):
-            raise ConfigError(f"min_score must be a finite number; got {self.min_score!r}.")
+            raise ConfigError(
+                f"min_score must be a finite number; got {self.min_score!r}.", loc=("min_score",)
+            )
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         keep = [c for c in chunks if c.score >= self.min_score]
@@ -77,7 +79,7 @@ class TopKFilter:
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 0:
-            raise ConfigError(f"k must be a non-negative integer; got {self.k!r}.")
+            raise ConfigError(f"k must be a non-negative integer; got {self.k!r}.", loc=("k",))
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         best = {c.id for c in by_relevance(chunks)[: self.k]}

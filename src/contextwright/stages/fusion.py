@@ -93,17 +93,20 @@ class Fuse:
         if self.method not in _METHODS:
             raise ConfigError(
                 f"fuse method must be one of {', '.join(_METHODS)}; got {self.method!r}. "
-                "'score' fuses min-max normalized scores, 'rrf' reciprocal ranks."
+                "'score' fuses min-max normalized scores, 'rrf' reciprocal ranks.",
+                loc=("method",),
             )
         if (
             isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1
         ):  # the upper bound: bounded()
             raise ConfigError(
-                f"fuse k must be an integer from 1 to {_MAX_K:,}; got {self.k!r}. The usual is 60."
+                f"fuse k must be an integer from 1 to {_MAX_K:,}; got {self.k!r}. The usual is 60.",
+                loc=("k",),
             )
         if not isinstance(self.weights, Mapping):
             raise ConfigError(
-                f'fuse weights must be an object of list name -> weight; got {self.weights!r}. Example: {{"dense": 2}}.'
+                f'fuse weights must be an object of list name -> weight; got {self.weights!r}. Example: {{"dense": 2}}.',
+                loc=("weights",),
             )
         for key, w in self.weights.items():
             if (
@@ -114,7 +117,8 @@ class Fuse:
                 or not 0 <= w <= _MAX_WEIGHT
             ):
                 raise ConfigError(
-                    f"fuse weights[{key!r}] must be a number from 0 to {_MAX_WEIGHT:g}; got {w!r}."
+                    f"fuse weights[{key!r}] must be a number from 0 to {_MAX_WEIGHT:g}; got {w!r}.",
+                    loc=("weights", key),
                 )
         object.__setattr__(self, "weights", {str(k): float(v) for k, v in self.weights.items()})
 

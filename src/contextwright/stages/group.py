@@ -118,7 +118,8 @@ class GroupMerge:
         if not isinstance(self.separator, str) or not self.separator or self.separator.strip():
             raise ConfigError(
                 f"separator must be non-empty whitespace (e.g. '\\n' or ' '); got {self.separator!r}. "
-                "Text between pieces would read as part of the document."
+                "Text between pieces would read as part of the document.",
+                loc=("separator",),
             )
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:

@@ -151,11 +151,13 @@ class LLMCompress:
         if not isinstance(self.base_url, str) or not isinstance(self.model, str):
             raise ConfigError(
                 f"base_url and model must be strings; got base_url={self.base_url!r}, model={self.model!r}. "
-                "Example: base_url='https://api.openai.com/v1', model='gpt-4o-mini'."
+                "Example: base_url='https://api.openai.com/v1', model='gpt-4o-mini'.",
+                loc=("base_url",),
             )
         if self.base_url and not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(
-                f"base_url must be an http(s) URL; got {self.base_url!r}. Example: 'https://api.openai.com/v1'."
+                f"base_url must be an http(s) URL; got {self.base_url!r}. Example: 'https://api.openai.com/v1'.",
+                loc=("base_url",),
             )
         if self.base_url or self.model:
             check_client_settings(
@@ -169,13 +171,17 @@ class LLMCompress:
         ):
             raise ConfigError(
                 f"api_key_env must name an environment variable (the key itself is never a setting); "
-                f"got {self.api_key_env!r}. Example: api_key_env='OPENAI_API_KEY'."
+                f"got {self.api_key_env!r}. Example: api_key_env='OPENAI_API_KEY'.",
+                loc=("api_key_env",),
             )
         check_plan_settings(self.max_sentences, self.whole_share)
         if self.max_tokens is not None and (
             isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1
         ):
-            raise ConfigError(f"max_tokens must be a positive integer or None; got {self.max_tokens!r}.")
+            raise ConfigError(
+                f"max_tokens must be a positive integer or None; got {self.max_tokens!r}.",
+                loc=("max_tokens",),
+            )
 
     def client(self) -> ChatClient:
         """A client built from the settings (the key read from ``api_key_env`` now)."""

@@ -84,16 +84,19 @@ class NearDedup:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 < t <= 1.0:
             raise ConfigError(
                 f"threshold must be a Jaccard similarity in (0, 1]; got {t!r}. 0.9 catches copies "
-                "with a word or two changed."
+                "with a word or two changed.",
+                loc=("threshold",),
             )
         for name, low in (("shingle_size", 1), ("minhash_above", 0), ("num_perm", 8)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ConfigError(f"{name} must be an integer >= {low}; got {v!r}.")
+                raise ConfigError(f"{name} must be an integer >= {low}; got {v!r}.", loc=(name,))
         if self.method not in ("auto", "exact", "minhash"):
-            raise ConfigError(f"method must be one of auto, exact, minhash; got {self.method!r}.")
+            raise ConfigError(
+                f"method must be one of auto, exact, minhash; got {self.method!r}.", loc=("method",)
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer; got {self.seed!r}.")
+            raise ConfigError(f"seed must be a non-negative integer; got {self.seed!r}.", loc=("seed",))
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         n = len(chunks)

@@ -166,7 +166,9 @@ class AutoOrder:
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int) or self.threshold < 0:
-            raise ConfigError(f"threshold must be a non-negative integer; got {self.threshold!r}.")
+            raise ConfigError(
+                f"threshold must be a non-negative integer; got {self.threshold!r}.", loc=("threshold",)
+            )
 
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         inner = ScoreOrder() if len(chunks) <= self.threshold else BookendOrder()
@@ -203,7 +205,8 @@ class PriorOrder:
         if not isinstance(self.prior, (str, Mapping)) or not self.prior:
             raise ConfigError(
                 f"prior must be 'liu2024' or the path of a prior file (or a prior mapping); got {self.prior!r}. "
-                "Write one with: contextwright eval --reader URL --positions 5 --prior-out prior.json"
+                "Write one with: contextwright eval --reader URL --positions 5 --prior-out prior.json",
+                loc=("prior",),
             )
         # A leaf module (it imports only errors); loaded lazily so stages stay free of eval at import.
         from contextwright.stages.priors import load_prior

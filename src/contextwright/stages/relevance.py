@@ -58,7 +58,9 @@ class SimilarityFilter:
     def __post_init__(self) -> None:
         v = self.min_similarity
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):  # -1..1: bounded()
-            raise ConfigError(f"min_similarity must be a cosine from -1 to 1; got {v!r}.")
+            raise ConfigError(
+                f"min_similarity must be a cosine from -1 to 1; got {v!r}.", loc=("min_similarity",)
+            )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, query: str, embedder: Any) -> StageResult:
         sims = query_similarities(query, chunks, embedder)
@@ -97,7 +99,8 @@ class Rerank:
         n = self.top_n
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise ConfigError(
-                f"rerank top_n must be an integer from 1 to 10,000, or null for all; got {n!r}."
+                f"rerank top_n must be an integer from 1 to 10,000, or null for all; got {n!r}.",
+                loc=("top_n",),
             )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, query: str, reranker: Any) -> StageResult:

@@ -65,11 +65,13 @@ class SemanticDedup:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 < t <= 1.0:
             raise ConfigError(
                 f"threshold must be a cosine similarity in (0, 1]; got {t!r}. 0.92 drops paraphrases "
-                "of one passage and keeps passages that merely share a topic."
+                "of one passage and keeps passages that merely share a topic.",
+                loc=("threshold",),
             )
         if not isinstance(self.use_chunk_embeddings, bool):
             raise ConfigError(
-                f"use_chunk_embeddings must be true or false; got {self.use_chunk_embeddings!r}."
+                f"use_chunk_embeddings must be true or false; got {self.use_chunk_embeddings!r}.",
+                loc=("use_chunk_embeddings",),
             )
 
     def vectors(self, chunks: Sequence[Chunk], embedder: Embedder | None) -> tuple[Any, str]:

@@ -53,12 +53,14 @@ class RelevanceStop:
         r = self.min_relative
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not (0.0 <= r <= 1.0):
             raise ConfigError(
-                f"relevance_stop.min_relative must be a number from 0 to 1; got {r!r}. Use e.g. 0.2."
+                f"relevance_stop.min_relative must be a number from 0 to 1; got {r!r}. Use e.g. 0.2.",
+                loc=("min_relative",),
             )
         t = self.min_tokens
         if isinstance(t, bool) or not isinstance(t, int) or t < 0:
             raise ConfigError(
-                f"relevance_stop.min_tokens must be a non-negative integer; got {t!r}. Use e.g. 200."
+                f"relevance_stop.min_tokens must be a non-negative integer; got {t!r}. Use e.g. 200.",
+                loc=("min_tokens",),
             )
 
     def __call__(self, chunks: Sequence[Chunk], /, *, meter: Meter, budget: int) -> StageResult:
