@@ -529,7 +529,8 @@ def _window(
     best_i = 0
     for i in range(len(words) - max_words + 1):
         inside = [j for j in range(i, i + max_words) if hits[j]]
-        value = sum(idf.get(t, 0.0) for t in frozenset().union(*(hits[j] for j in inside)))
+        # fsum: exactly rounded, so the order of the set (which varies with the hash seed) never decides a tie
+        value = math.fsum(idf.get(t, 0.0) for t in frozenset().union(*(hits[j] for j in inside)))
         off = abs((inside[0] + inside[-1]) / 2 - (i + max_words / 2)) if inside else float(max_words)
         key = (value, -off)
         if best is None or key > best:
