@@ -35,7 +35,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contextwright.core.errors import ConfigError, missing_extra
-from contextwright.stages.shingles import jaccard, lsh_bands, minhash, shingle_words, shingles, splitmix
+from contextwright.stages.shingles import (
+    band_key_array,
+    jaccard,
+    lsh_bands,
+    minhash,
+    shingle_words,
+    shingles,
+)
 
 __all__ = ["CorpusDedupResult", "NearPair", "near_duplicate_pairs"]
 
@@ -105,14 +112,6 @@ def _ordered(
             yield pending.popleft().result()
     while pending:
         yield pending.popleft().result()
-
-
-def _band_keys(np: Any, sig: Any, bands: int, rows: int) -> Any:
-    keys = np.zeros((sig.shape[0], bands), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for r in range(rows):
-            keys = splitmix(np, keys * np.uint64(0x9E3779B97F4A7C15) + sig[:, r : bands * rows : rows])
-    return keys
 
 
 def _candidates(np: Any, keys: Any, valid: Any) -> Any:
@@ -200,7 +199,7 @@ def near_duplicate_pairs(
     sig_all = np.concatenate(sigs)
     valid_all = np.concatenate(valid)
     del sigs
-    keys = _band_keys(np, sig_all, bands, rows)
+    keys = band_key_array(sig_all, bands, rows)
     del sig_all
     cand = _candidates(np, keys, valid_all)
     del keys

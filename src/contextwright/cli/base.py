@@ -185,14 +185,18 @@ def build_assembler(
         from contextwright.clients.embed import SentenceTransformerEmbedder
 
         resources["embedder"] = SentenceTransformerEmbedder(embedder)
-    return AssemblerSpec(
-        config,
-        model=model,
-        budget=budget,
-        tokenizer=tokenizer,
-        format=format,
-        order=order,
-        output_tokens=output_tokens,
-        history_tokens=history_tokens,
-        **options,
-    ).build(**resources)
+    # A flag left out (None) keeps the assembler's default.
+    spec = AssemblerSpec.from_options(
+        dict(
+            config=config,
+            model=model,
+            budget=budget,
+            tokenizer=tokenizer,
+            format=format,
+            order=order,
+            output_tokens=output_tokens,
+            history_tokens=history_tokens,
+            **options,
+        )
+    )
+    return spec.build(**resources)

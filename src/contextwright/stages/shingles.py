@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from contextwright.core.errors import missing_extra
 
 __all__ = [
+    "band_key_array",
     "band_keys",
     "jaccard",
     "lsh_bands",
@@ -161,12 +162,17 @@ def minhash(per_text: list[list[bytes]], k: int, num_perm: int, seed: int) -> tu
     return sig.T.copy(), has_words, h, first, n_sh
 
 
-def band_keys(sig: Any, bands: int, rows: int) -> list[list[int]]:
-    """One uint64 key per (text, band): the band's rows mixed together."""
+def band_key_array(sig: Any, bands: int, rows: int) -> Any:
+    """One uint64 key per (text, band), as a numpy array: the band's rows mixed together."""
     import numpy as np
 
     keys = np.zeros((sig.shape[0], bands), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for r in range(rows):
             keys = splitmix(np, keys * np.uint64(0x9E3779B97F4A7C15) + sig[:, r : bands * rows : rows])
-    return keys.tolist()  # type: ignore[no-any-return]
+    return keys
+
+
+def band_keys(sig: Any, bands: int, rows: int) -> list[list[int]]:
+    """:func:`band_key_array` as lists of ints (what a list's LSH buckets look up)."""
+    return band_key_array(sig, bands, rows).tolist()  # type: ignore[no-any-return]
