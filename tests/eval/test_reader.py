@@ -178,7 +178,17 @@ def test_reader_eval_scores_every_strategy_and_the_references(
     assert naive.tokens_mean and naive.tokens_mean > 10 and naive.latency_p50_ms is not None
     # the pipeline strategy's messages are ctx.messages(): its system prompt asks for citations
     qa_request = next(r for r in server.asked() if re.search(r"^\[1\]", r["messages"][-1]["content"], re.M))
-    assert "Cite the sources" in qa_request["messages"][0]["content"]
+    assert "Give the answer itself first, then cite" in qa_request["messages"][0]["content"]
+    # naive's plain text has no numbers: its prompt asks for none
+    naive_request = next(
+        r
+        for r in server.asked()
+        if r["messages"][-1]["content"].startswith("Context:\n")
+        and not re.search(r"^\[1\]", r["messages"][-1]["content"], re.M)
+        and r["messages"][0]["role"] == "system"
+        and "passages" in r["messages"][0]["content"]
+    )
+    assert "[1]" not in naive_request["messages"][0]["content"]
     assert result.meta["requests"] == len(server.asked())
     data = result.to_dict()
     assert {a["strategy"] for a in data["answers"]} == {"naive", "qa", CLOSED_BOOK, ORACLE}
@@ -365,3 +375,37 @@ def test_offline_reader_answers_from_the_cache_under_a_stable_endpoint_label(
     assert all(by_query[(a.query_id, a.strategy)].answer == a.answer for a in first.answers)
     missing = [a for a in again.answers if not a.ok]
     assert {a.query_id for a in missing} == {"q3"} and all("offline" in str(a.error) for a in missing)
+
+
+@pytest.mark.parametrize(
+    ("reply", "bare"),
+    [
+        ("[1]", True),
+        ("[2, 3].", True),
+        ("[SOURCE 2]", True),
+        ("Source: [1]", True),
+        ("The answer is [1].", True),
+        ("Paris [1]", False),
+        ("in 1912 [2, 3]", False),
+        ("Paris", False),
+        ("[Paris]", False),
+        ("", False),
+    ],
+)
+def test_bare_citations_are_told_from_answers(reply: str, bare: bool) -> None:
+    from contextwright.eval.reader_results import bare_citation
+
+    assert bare_citation(reply) is bare
+
+
+def test_the_summary_counts_bare_citations_per_strategy() -> None:
+    from contextwright.eval.reader_results import ReaderAnswer, summarize_reader
+
+    answers = [
+        ReaderAnswer("q1", "naive", 500, ok=True, answer="Paris", correct=True),
+        ReaderAnswer("q2", "naive", 500, ok=True, answer="Rome", correct=False),
+        ReaderAnswer("q1", "frugal", 500, ok=True, answer="[1]", bare=True, numbered=True, cites=True),
+        ReaderAnswer("q2", "frugal", 500, ok=True, answer="Rome [2]", numbered=True, cites=True),
+    ]
+    by = {s.strategy: s for s in summarize_reader(answers)}
+    assert by["naive"].bare_share == 0.0 and by["frugal"].bare_share == 0.5

@@ -179,7 +179,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 #: The top-level keys of a pipeline config (a mapping, a .toml/.json file, a preset).
-CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description"})
+#: ``fit`` is a profile's provenance (what ``contextwright fit`` measured); the pipeline ignores it.
+CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description", "fit"})
 
 
 def pipeline_from_config(

@@ -232,7 +232,9 @@ class Reader:
         total = len(out) + len(uncached)
         if progress is not None:
             progress(len(out), total)
-        if uncached:
+        if uncached and not self.offline and callable(getattr(self.client, "chat_many", None)):
+            self._ask_batched(uncached, out, total, progress)
+        elif uncached:
             self.check()
 
             def one(messages: Sequence[Mapping[str, str]]) -> tuple[ChatReply, bool] | LLMError:
@@ -271,3 +273,35 @@ class Reader:
                 raise
             pool.shutdown(wait=True)
         return [out[k] for k in keys]
+
+    def _ask_batched(
+        self,
+        uncached: Mapping[str, Sequence[Mapping[str, str]]],
+        out: dict[str, tuple[ChatReply, bool] | LLMError],
+        total: int,
+        progress: Progress | None,
+    ) -> None:
+        """Ask a batched engine (a client with ``chat_many``, e.g. transformers on a GPU) batch by batch.
+
+        Each batch's replies go to the cache before the next starts, so Ctrl-C
+        loses at most one batch.
+        """
+        size = max(1, int(getattr(self.client, "batch_size", 64)))
+        items = list(uncached.items())
+        for start in range(0, len(items), size):
+            batch = items[start : start + size]
+            replies = self.client.chat_many(  # type: ignore[attr-defined]
+                [m for _, m in batch], temperature=self.temperature, max_tokens=self.max_tokens
+            )
+            for (k, _), reply in zip(batch, replies, strict=True):
+                if isinstance(reply, ChatReply) and reply.content.strip():
+                    self._cache.put(k, self.endpoint, self.model, reply)
+                    out[k] = (reply, False)
+                else:
+                    out[k] = (
+                        reply
+                        if isinstance(reply, LLMError)
+                        else LLMError("the engine returned an empty reply")
+                    )
+            if progress is not None:
+                progress(len(out), total)

@@ -19,6 +19,7 @@ from contextwright.eval.reader_client import (
 )
 from contextwright.eval.reader_results import (
     ReaderAnswer,
+    bare_citation,
     score_reply,
 )
 from contextwright.eval.strategies import Strategy
@@ -45,10 +46,22 @@ def tokens_sent(messages: Sequence[Mapping[str, str]], tokenizer: Tokenizer | Ca
     return sum(tokenizer.count(m["content"]) for m in messages)
 
 
-def system_of(reader: Reader) -> str:
+def system_of(reader: Reader | str, format: Any = None) -> str:
+    """The reader's system prompt for a context in ``format``, with :data:`BRIEF` appended.
+
+    A named prompt (``default``, ``strict``, ``soft``) takes the format's
+    citation style, and its uncited form for a context without labels
+    (``minimal``, and the baselines' plain text: ``format="plain"``), so a
+    reader is never asked to cite numbers its context does not show. A
+    literal prompt is used as it is.
+    """
+    from contextwright.render.format import get_format
     from contextwright.render.messages import system_prompt
 
-    return system_prompt(reader.system) + BRIEF
+    name = reader if isinstance(reader, str) else reader.system
+    if format == "plain":
+        format = get_format("minimal")
+    return system_prompt(name, format=format) + BRIEF
 
 
 def strategy_request(
@@ -59,7 +72,10 @@ def strategy_request(
     tokenizer: CachedTokenizer,
     resources: Mapping[str, Any],
     system: str,
+    prompt: str | None = None,
 ) -> Request:
+    """The request of one strategy at one budget; ``prompt`` (a prompt name or text) is fitted
+    to the context's format by :func:`system_of`, else ``system`` is used as it is."""
     try:
         out = strategy.run(
             query.question, query.chunks, budget=budget, tokenizer=tokenizer, resources=resources
@@ -68,6 +84,8 @@ def strategy_request(
         logger.warning("strategy failed", extra={"strategy": strategy.name, "query_id": query.id})
         return Request(query, strategy.name, budget, [], (), False, error=f"assembly failed: {exc}")
     ctx = out.context
+    if prompt is not None:
+        system = system_of(prompt, ctx.format if ctx is not None else "plain")
     if ctx is not None:
         messages = plain_messages(ctx.messages(query.question, system=system))
         # Citations are scored only where the context shows `[n]` labels (not `minimal`'s bare blocks).
@@ -122,4 +140,5 @@ def answer_of(
         cached=cached,
         finish_reason=reply.finish_reason,
         numbered=req.numbered,
+        bare=bare_citation(reply.content),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +43,8 @@ class ReaderAnswer:
         finish_reason: As the endpoint reported (``length``: cut at ``max_tokens``).
         error: Why there is no reply.
         numbered: The context numbered its blocks, so a citation could be scored.
+        bare: The reply is a citation and nothing else (``[1]``, ``[SOURCE 2].``): no answer
+            was given, whatever the cited block holds (see :func:`bare_citation`).
     """
 
     query_id: str
@@ -61,9 +64,32 @@ class ReaderAnswer:
     finish_reason: str | None = None
     error: str | None = None
     numbered: bool = False
+    bare: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+_CITATION = re.compile(r"\[\s*(?:source\s*)?\d+(?:\s*[-–,;]\s*(?:source\s*)?\d+)*\s*\]", re.IGNORECASE)
+_FILLER = re.compile(r"[\s\W_]*", re.UNICODE)
+
+
+def bare_citation(answer: str) -> bool:
+    """Whether ``answer`` is a citation and nothing else: ``[1]``, ``[1, 3].``, ``Source: [SOURCE 2]``.
+
+    A reply that names no answer but points at a block scores as wrong (the
+    answer string is not in it), so it hides in the accuracy; it is counted on
+    its own to tell a prompt that draws citations *instead of* answers.
+
+    Example:
+        >>> bare_citation("[1]"), bare_citation("[2, 3]."), bare_citation("Paris [1]")
+        (True, True, False)
+    """
+    if not _CITATION.search(answer):
+        return False
+    rest = _CITATION.sub(" ", answer)
+    rest = re.sub(r"\b(?:the|sources?|see|according to|answer|is|in)\b", " ", rest, flags=re.IGNORECASE)
+    return _FILLER.fullmatch(rest) is not None
 
 
 def score_reply(
@@ -119,6 +145,8 @@ class ReaderSummary:
         cite_share: Replies that cite at least one ``[n]`` / answered, over numbered contexts
             (``None`` for a strategy whose context has no numbers).
         cite_precision: Cited numbers whose block holds a gold answer / cited numbers.
+        bare_share: Replies that are a citation and nothing else / answered (see
+            :func:`bare_citation`): a prompt that draws citations instead of answers.
         tokens_mean: Mean tokens sent (messages' contents, evaluation tokenizer).
         prompt_tokens_mean: Mean prompt tokens the endpoint counted (``None`` when unreported).
         latency_p50_ms: Median reader latency.
@@ -141,6 +169,7 @@ class ReaderSummary:
     paired: int
     cite_share: float | None
     cite_precision: float | None
+    bare_share: float | None
     tokens_mean: float | None
     prompt_tokens_mean: float | None
     latency_p50_ms: float | None
@@ -303,6 +332,7 @@ def summarize_reader(answers: Sequence[ReaderAnswer], *, baseline: str = "naive"
                 paired=paired,
                 cite_share=_share(sum(a.cites for a in numbered), len(numbered)),
                 cite_precision=_share(sum(a.cited_correct for a in ok), cited),
+                bare_share=_share(sum(a.bare for a in ok), len(ok)),
                 tokens_mean=_share(sum(sent), len(sent)),
                 prompt_tokens_mean=_share(sum(prompt), len(prompt)),
                 latency_p50_ms=median(latencies),

@@ -72,7 +72,13 @@ def evaluate_reader(
     for name, reason in skipped.items():
         logger.warning("strategy skipped by the reader", extra={"strategy": name, "reason": reason})
     requests = _requests(
-        queries, [s for s in built if s.name not in skipped], budgets, (closed_book, oracle), tok, res, system
+        queries,
+        [s for s in built if s.name not in skipped],
+        budgets,
+        (closed_book, oracle),
+        tok,
+        res,
+        (system, reader.system),
     )
     swept = sweep_requests(queries, positions, system=system) if positions else []
     asked = [r for r in (*requests, *swept) if r.error is None]
@@ -120,16 +126,19 @@ def _requests(
     references: tuple[bool, bool],
     tok: CachedTokenizer,
     res: Mapping[str, Any],
-    system: str,
+    prompts: tuple[str, str],
 ) -> list[Request]:
     """Every request of the run, query by query: each strategy at each budget, then the
     closed-book and oracle references when ``references`` asks for them."""
+    system, prompt = prompts
     requests: list[Request] = []
     for query in queries:
         for strategy in strategies:
             for budget in dict.fromkeys(budgets):
                 requests.append(
-                    strategy_request(query, strategy, budget, tokenizer=tok, resources=res, system=system)
+                    strategy_request(
+                        query, strategy, budget, tokenizer=tok, resources=res, system=system, prompt=prompt
+                    )
                 )
         if references[0]:
             requests.append(closed_request(query))

@@ -97,6 +97,8 @@ READER_DEFINITIONS: dict[str, str] = {
     "cite%": "replies citing at least one [n], / answered (numbered contexts only)",
     "cite prec%": "cited numbers whose block contains a gold answer, / cited numbers "
     "(a number with no block counts as imprecise)",
+    "bare%": "replies that are a citation and nothing else ('[1]', '[2, 3].'), / answered: "
+    "no answer given, so the prompt drew a citation instead of an answer",
     "tokens": "mean tokens sent (the messages' contents, counted with the evaluation's tokenizer)",
     "p50 ms": "median reader latency per request (a cached reply keeps its original latency)",
 }
@@ -203,6 +205,7 @@ def _reader_rows(reader: ReaderResult) -> list[tuple[str, str, list[str]]]:
                     f"{s.p_value:.3g}" if s.p_value is not None else "–",
                     _fmt(s.cite_share, "pct"),
                     _fmt(s.cite_precision, "pct"),
+                    _fmt(s.bare_share, "pct"),
                     _fmt(s.tokens_mean, "int"),
                     _fmt(s.latency_p50_ms, "ms"),
                 ],
@@ -222,7 +225,7 @@ def _reader_caption(reader: ReaderResult) -> str:
 
 
 #: The headline columns of the compact reader table (``contextwright eval --reader`` without ``--wide``).
-READER_HEADLINE = ("n", "acc%", "95% CI", "Δ naive", "Δ 95% CI", "p")
+READER_HEADLINE = ("n", "acc%", "95% CI", "Δ naive", "Δ 95% CI", "p", "bare%")
 
 
 def _short_p(cell: str) -> str:

@@ -92,6 +92,12 @@ class TokenBudget:
         policy: One of ``greedy``, ``stop``, ``truncate``, ``fill``, ``blocks``.
         min_truncated_tokens: The smallest useful remainder for ``truncate``
             and ``fill`` (text tokens of the cut block, framing not counted).
+        ceiling: The most tokens the context may hold even when the budget
+            allows more (``None``: the budget). A reader-fitted profile sets it
+            (``contextwright fit``): small models read a short context better
+            than a full one, so the budget a caller sets stops deciding how
+            much is sent. The stage selects for ``min(budget, ceiling)``; the
+            note says when the ceiling was the limit.
 
     Example:
         >>> TokenBudget(policy="truncate")(chunks, meter=meter, budget=500)
@@ -102,6 +108,7 @@ class TokenBudget:
     optional: ClassVar[tuple[str, ...]] = ("query",)
     policy: Policy = "greedy"
     min_truncated_tokens: int = bounded(24, 100_000)
+    ceiling: int | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
@@ -117,12 +124,26 @@ class TokenBudget:
                 f"min_truncated_tokens must be a positive integer; got {self.min_truncated_tokens!r}.",
                 loc=("min_truncated_tokens",),
             )
+        c = self.ceiling
+        if c is not None and (isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 10_000_000):
+            raise ConfigError(
+                f"ceiling must be a positive integer (tokens) or absent; got {c!r}. Use e.g. 450, or omit it "
+                "to fill the budget.",
+                loc=("ceiling",),
+            )
 
     def __call__(
         self, chunks: Sequence[Chunk], /, *, meter: Meter, budget: int, query: str = ""
     ) -> StageResult:
         if not chunks:
             return StageResult.of(self.name, chunks, ())
+        if self.ceiling is not None and self.ceiling < budget:
+            result = self._select(chunks, meter, self.ceiling, query)
+            note = f"ceiling {self.ceiling:,} tokens of the budget {budget:,}"
+            return replace(result, report=replace(result.report, notes=(*result.report.notes, note)))
+        return self._select(chunks, meter, budget, query)
+
+    def _select(self, chunks: Sequence[Chunk], meter: Meter, budget: int, query: str) -> StageResult:
         meter.prime(chunks)
         n = len(chunks)
         room = budget - meter.frame_cost()

@@ -1,0 +1,178 @@
+"""``contextwright fit``: measure how much, in what order and through which stages a reader reads best; write a profile."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from contextwright.cli.base import _csv, app, err, fail
+
+
+def _progress_bar() -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("replies"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
+def _writable(path: str | None, flag: str) -> None:
+    """Fail before any work when ``path``'s folder does not exist (a finished search is never thrown away)."""
+    from pathlib import Path
+
+    if path is not None and not Path(path).resolve().parent.is_dir():
+        fail(f"cannot write {flag} {path}: the folder {Path(path).parent} does not exist. Create it first.")
+
+
+@app.command("fit")
+def fit_cmd(
+    data: Annotated[str, typer.Argument(help="JSONL(.gz) of labelled queries (the eval format).")],
+    reader: Annotated[
+        str, typer.Option(help="OpenAI-compatible API root of the reader (e.g. http://127.0.0.1:8080/v1).")
+    ],
+    reader_model: Annotated[str, typer.Option(help="The reader's model name.")],
+    out: Annotated[str, typer.Option("--out", "-o", help="Write the profile TOML here.")] = "profile.toml",
+    budget: Annotated[
+        str, typer.Option("--budget", "-b", help="The budgets the profile must serve, comma-separated.")
+    ] = "500,1000",
+    knob: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Values of one knob to search, knob=v1,v2 (repeatable; one value fixes it). Knobs: amount "
+            "(fill, cap:N, stop:R), order (first, last, ends, prior), dedup (none, exact, containment), "
+            "framing (lean, numbered, minimal)."
+        ),
+    ] = None,
+    confirm_share: Annotated[float, typer.Option(help="Share of queries held out to confirm on.")] = 0.5,
+    step: Annotated[int, typer.Option(help="Queries per race step.")] = 50,
+    min_queries: Annotated[
+        int, typer.Option(help="The fewest queries per part (fit, confirm); below 50 the intervals are wide.")
+    ] = 50,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N queries.")] = None,
+    prior: Annotated[
+        str | None, typer.Option(help="A measured positional prior file, for order=prior.")
+    ] = None,
+    tokenizer: Annotated[str, typer.Option(help="Tokenizer that defines the budget.")] = "cl100k_base",
+    reader_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the reader's API key (empty: send none).")
+    ] = "OPENAI_API_KEY",
+    reader_cache: Annotated[
+        str | None, typer.Option(help="SQLite file of cached replies (default: the eval cache).")
+    ] = None,
+    reader_cache_label: Annotated[
+        str | None,
+        typer.Option(
+            help="What names the endpoint in the cache key (default: its URL); a stable label keeps the "
+            "cache valid when a local server's port changes, e.g. llama.cpp:smollm2."
+        ),
+    ] = None,
+    reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
+    reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
+    reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
+    json_out: Annotated[str | None, typer.Option("--json", help="Write every trial as JSON here.")] = None,
+    html_out: Annotated[
+        str | None, typer.Option("--html", help="Write an HTML report with the plot.")
+    ] = None,
+) -> None:
+    """Fit the context to a reader: race settings of how much to send, the order, dedup and framing on part of your labelled queries, confirm the winner against naive on the rest, and write it as a profile.
+
+    The profile is a config TOML: pass it wherever a preset goes (--preset profile.toml). Replies are cached, so an interrupted or repeated run is free where it asked before.
+    """  # one line per paragraph: the help reflows it to the terminal's width
+    import os
+    from pathlib import Path
+
+    from contextwright.core.errors import ContextwrightError
+    from contextwright.eval import load_queries
+    from contextwright.eval.fit import fit_profile
+    from contextwright.eval.fit_space import parse_space
+    from contextwright.eval.reader import Reader, default_cache_path
+
+    for path, flag in ((out, "--out"), (json_out, "--json"), (html_out, "--html")):
+        _writable(path, flag)
+    try:
+        budgets = [int(b) for b in _csv(budget)]
+    except ValueError:
+        fail(f"--budget must be comma-separated integers, e.g. 500,1000; got {budget!r}.")
+    try:
+        if prior is not None:  # inline in the profile, so it does not depend on where it is read
+            from contextwright.assembly.presets import load_config_file
+
+            prior_data: Any = load_config_file(prior)
+        else:
+            prior_data = None
+        space = parse_space(knob or [], prior=prior_data)
+        queries = load_queries(data, limit=limit)
+        key = os.environ.get(reader_key_env) if reader_key_env else None
+        with (
+            Reader(
+                reader,
+                model=reader_model,
+                api_key=key,
+                cache=reader_cache or default_cache_path(),
+                max_tokens=reader_max_tokens,
+                max_concurrency=reader_concurrency,
+                timeout_s=reader_timeout,
+                cache_endpoint=reader_cache_label,
+            ) as rd,
+            _progress_bar() as bar,
+        ):
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            try:
+                result = fit_profile(
+                    queries,
+                    reader=rd,
+                    budgets=budgets,
+                    space=space,
+                    tokenizer=tokenizer,
+                    confirm_share=confirm_share,
+                    step=step,
+                    prior=prior_data,
+                    min_per_part=min_queries,
+                    progress=progress,
+                    data_name=Path(data).name,
+                )
+            except KeyboardInterrupt:
+                err.print(
+                    f"interrupted: the replies so far are cached in {rd.cache_path}; "
+                    "run the same command again to resume.",
+                    highlight=False,
+                )
+                raise typer.Exit(130) from None
+    except ContextwrightError as exc:
+        fail(str(exc))
+    _publish(result, out=out, json_out=json_out, html_out=html_out)
+
+
+def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | None) -> None:
+    """The trials table and the verdict on stdout; the profile, JSON and HTML files."""
+    import json
+    from pathlib import Path
+
+    from contextwright.cli.eval import print_uncut
+    from contextwright.eval.fit_report import render_fit_table, write_fit_html, write_profile
+
+    print_uncut(render_fit_table(result))
+    print(f"Verdict: {result.verdict}")
+    write_profile(result, out)
+    err.print(f"wrote {out} (use it as a preset: --preset {out})", highlight=False)
+    if json_out:
+        Path(json_out).write_text(
+            json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        err.print(f"wrote {json_out}", highlight=False)
+    if html_out:
+        write_fit_html(result, html_out)
+        err.print(f"wrote {html_out}", highlight=False)

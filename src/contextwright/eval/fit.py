@@ -1,0 +1,442 @@
+"""Fit the context to the reader: measure how much, in what order and through which stages a model reads best.
+
+:func:`fit_profile` runs the search behind ``contextwright fit``:
+
+1. **Split.** The labelled queries are split by a hash of their ids into a
+   *fit* part and a *confirm* part (``confirm_share``, default one half);
+   neither depends on the order of the file.
+2. **Search on the fit part**, one knob at a time in the order of
+   :data:`~contextwright.eval.fit_space.KNOBS`, starting from the ``qa``
+   preset's setting. For each knob, the settings that differ only in that knob
+   *race* (an F-race): all are asked the first ``step`` fit queries at every
+   budget; each query scores the share of budgets answered right; after each
+   step, a setting is dropped as soon as the 95 % interval of its paired
+   difference with the leader lies wholly below zero, and of the rest only
+   the better half runs on (successive halving); the survivors get the next
+   ``step`` queries, until the fit part is used or one is left. The leader
+   (ties: fewer tokens sent) fixes that knob.
+3. **Confirm on the held-out part:** the chosen setting against ``naive`` at
+   every budget, with the paired bootstrap interval and McNemar's p. Only the
+   confirmation is reported as the result; the fit figures choose, they never
+   publish.
+
+Every request goes through the reader's reply cache with the same messages
+that ``contextwright eval --reader`` sends, so a re-run, an interrupted run and
+a later ``eval --reader --config profile.toml`` reuse the replies.
+
+Example:
+    >>> with Reader(url, model="smollm2", cache="reader.sqlite") as reader:
+    ...     result = fit_profile(queries, reader=reader, budgets=(500, 1000))
+    >>> result.verdict
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextwright.core.errors import ConfigError
+from contextwright.eval.data import EvalQuery
+from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
+from contextwright.eval.metrics import answer_in_text, mcnemar_exact, paired_bootstrap_delta
+from contextwright.eval.reader_client import Reader
+from contextwright.eval.reader_requests import Request, answer_of, strategy_request, system_of
+from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy, Strategy
+from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
+
+__all__ = ["Confirmation", "FitResult", "Trial", "fit_profile", "split_queries"]
+
+#: The fewest queries per part: under this a 95 % interval on a binary score is wider than ±14 points.
+MIN_PER_PART = 50
+
+#: ``(stage, done, total)``: the search's progress (stage is ``"fit amount"``, ``"confirm"``, ...).
+FitProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One setting raced on the fit queries.
+
+    Attributes:
+        knob: The knob being raced when this setting ran.
+        setting: The value of every knob.
+        scores: Per fit query, the share of budgets answered right (0-1).
+        tokens: Per fit query, the mean tokens sent over the budgets.
+        dropped_after: Queries seen when the race dropped it (``None``: it survived).
+        retained: Per fit query, the share of budgets whose context holds an answer.
+    """
+
+    knob: str
+    setting: Mapping[str, str]
+    scores: Mapping[str, float]
+    tokens: Mapping[str, float]
+    dropped_after: int | None
+    retained: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return label(self.setting)
+
+    @property
+    def accuracy(self) -> float:
+        return _mean(self.scores.values())
+
+    @property
+    def tokens_mean(self) -> float:
+        return _mean(self.tokens.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "knob": self.knob,
+            "setting": dict(self.setting),
+            "label": self.label,
+            "queries": len(self.scores),
+            "accuracy": self.accuracy,
+            "retention": _mean(self.retained.values()),
+            "tokens_mean": self.tokens_mean,
+            "dropped_after": self.dropped_after,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """The chosen setting against ``naive`` at one budget, on the held-out queries.
+
+    Shares are in 0-1; ``delta`` and its interval are profile minus naive.
+    """
+
+    budget: int
+    queries: int
+    accuracy: float
+    naive_accuracy: float
+    delta: float
+    delta_low: float
+    delta_high: float
+    p_value: float
+    tokens_mean: float
+    naive_tokens_mean: float
+    retention: float
+    naive_retention: float
+    bare_share: float
+    naive_bare_share: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    """What :func:`fit_profile` found: the setting, its config, every trial and the confirmation."""
+
+    setting: Mapping[str, str]
+    config: Mapping[str, Any]
+    trials: tuple[Trial, ...]
+    confirmations: tuple[Confirmation, ...]
+    meta: Mapping[str, Any]
+
+    @property
+    def verdict(self) -> str:
+        """One readable sentence of what the confirmation showed."""
+        return verdict(self)
+
+    def profile(self) -> dict[str, Any]:
+        """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
+        out = dict(self.config)
+        out["description"] = f"Fitted to {self.meta['model']} by contextwright fit: {self.verdict}"
+        out["fit"] = {
+            **{k: v for k, v in self.meta.items() if v is not None},
+            "setting": dict(self.setting),
+            "verdict": self.verdict,
+            "confirm": [c.to_dict() for c in self.confirmations],
+        }
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "setting": dict(self.setting),
+            "config": dict(self.config),
+            "verdict": self.verdict,
+            "meta": dict(self.meta),
+            "confirm": [c.to_dict() for c in self.confirmations],
+            "trials": [t.to_dict() for t in self.trials],
+        }
+
+
+def _mean(values: Any) -> float:
+    vals = list(values)
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def split_queries(
+    queries: Sequence[EvalQuery], confirm_share: float
+) -> tuple[list[EvalQuery], list[EvalQuery]]:
+    """``(fit, confirm)``: each query goes by a hash of its id, so the split does not depend on file order.
+
+    Example:
+        >>> fit, confirm = split_queries(queries, 0.5)
+    """
+    if not 0.0 < confirm_share < 1.0:
+        raise ConfigError(f"confirm_share must be between 0 and 1; got {confirm_share!r}. Use e.g. 0.5.")
+    fit: list[EvalQuery] = []
+    confirm: list[EvalQuery] = []
+    for q in queries:
+        h = int.from_bytes(hashlib.sha256(q.id.encode()).digest()[:8], "big") / 2**64
+        (confirm if h < confirm_share else fit).append(q)
+    return fit, confirm
+
+
+@dataclass
+class _Asker:
+    """Builds the eval requests of strategies and asks them through the reader's cache."""
+
+    reader: Reader
+    budgets: tuple[int, ...]
+    tok: CachedTokenizer
+    resources: Mapping[str, Any]
+    progress: FitProgress | None
+    system: str = ""
+    asked: int = 0
+
+    def __post_init__(self) -> None:
+        self.system = system_of(self.reader)
+
+    def ask(
+        self, stage: str, strategies: Sequence[Strategy], queries: Sequence[EvalQuery]
+    ) -> dict[tuple[int, str], list[tuple[Request, Any]]]:
+        """Per (strategy index, query id): each budget's request and its scored answer."""
+        reqs = [
+            (
+                i,
+                q.id,
+                strategy_request(
+                    q,
+                    s,
+                    b,
+                    tokenizer=self.tok,
+                    resources=self.resources,
+                    system=self.system,
+                    prompt=self.reader.system,
+                ),
+            )
+            for i, s in enumerate(strategies)
+            for q in queries
+            for b in self.budgets
+        ]
+        failed = [r.error for _, _, r in reqs if r.error is not None]
+        if failed:
+            raise ConfigError(f"a setting cannot assemble these chunks: {failed[0]}")
+        report = None if self.progress is None else (lambda d, t: self.progress(stage, d, t))  # type: ignore[misc]
+        got = self.reader.ask_many([r.messages for _, _, r in reqs], progress=report)
+        self.asked += len(reqs)
+        out: dict[tuple[int, str], list[tuple[Request, Any]]] = {}
+        for (i, qid, req), reply in zip(reqs, got, strict=True):
+            out.setdefault((i, qid), []).append((req, answer_of(req, reply, self.tok)))
+        return out
+
+
+def _score(rows: list[tuple[Request, Any]]) -> tuple[float, float, float]:
+    """(share correct, mean tokens sent, share retained) over one query's budgets; a failed reply counts wrong."""
+    n = len(rows)
+    correct = sum(1 for _, a in rows if a.ok and a.correct)
+    tokens = sum(a.tokens_sent for _, a in rows)
+    kept = sum(1 for r, _ in rows if answer_in_text("\n".join(r.blocks), r.query.answers))
+    return correct / n, tokens / n, kept / n
+
+
+def _excluded(diffs: Sequence[float], z: float = 1.959964) -> bool:
+    """The 95 % interval of the mean paired difference lies wholly below zero (normal approximation)."""
+    n = len(diffs)
+    if n < 10:
+        return False
+    m = sum(diffs) / n
+    var = sum((d - m) ** 2 for d in diffs) / (n - 1)
+    return m + z * math.sqrt(var / n) < 0.0
+
+
+def _race(
+    asker: _Asker,
+    knob: str,
+    settings: Sequence[dict[str, str]],
+    queries: Sequence[EvalQuery],
+    step: int,
+    prior: Any,
+) -> list[Trial]:
+    """Race ``settings`` on ``queries`` in steps; every setting's trial, survivors with ``dropped_after=None``."""
+    strategies = [PipelineStrategy(label(s), candidate_config(s, prior=prior)) for s in settings]
+    scores: list[dict[str, float]] = [{} for _ in settings]
+    tokens: list[dict[str, float]] = [{} for _ in settings]
+    kept: list[dict[str, float]] = [{} for _ in settings]
+    dropped: list[int | None] = [None] * len(settings)
+    for start in range(0, len(queries), step):
+        alive = [i for i, d in enumerate(dropped) if d is None]
+        block = queries[start : start + step]
+        got = asker.ask(f"fit {knob}", [strategies[i] for i in alive], block)
+        for j, i in enumerate(alive):
+            for q in block:
+                scores[i][q.id], tokens[i][q.id], kept[i][q.id] = _score(got[(j, q.id)])
+        seen = [q.id for q in queries[: start + step]]
+        lead = _leader(alive, scores, tokens)
+        for i in alive:
+            if i != lead and _excluded([scores[i][q] - scores[lead][q] for q in seen]):
+                dropped[i] = len(seen)
+        if start + step < len(queries):
+            # Successive halving: only the better half (by mean, ties to fewer tokens) runs on.
+            ranked = sorted(
+                (i for i in alive if dropped[i] is None),
+                key=lambda i: (-_mean(scores[i].values()), _mean(tokens[i].values()), i),
+            )
+            for i in ranked[math.ceil(len(ranked) / 2) :]:
+                dropped[i] = len(seen)
+        if sum(d is None for d in dropped) == 1:
+            break
+    return [
+        Trial(knob, dict(s), dict(scores[i]), dict(tokens[i]), dropped[i], dict(kept[i]))
+        for i, s in enumerate(settings)
+    ]
+
+
+def _leader(
+    alive: Sequence[int], scores: Sequence[Mapping[str, float]], tokens: Sequence[Mapping[str, float]]
+) -> int:
+    """The best mean score among ``alive``; ties go to fewer tokens sent, then to the earlier setting."""
+    return min(alive, key=lambda i: (-_mean(scores[i].values()), _mean(tokens[i].values()), i))
+
+
+def fit_profile(
+    queries: Sequence[EvalQuery],
+    *,
+    reader: Reader,
+    budgets: Sequence[int] = (500, 1000),
+    space: Mapping[str, Sequence[str]] | None = None,
+    tokenizer: str | Tokenizer = "cl100k_base",
+    resources: Mapping[str, Any] | None = None,
+    confirm_share: float = 0.5,
+    step: int = 50,
+    prior: Mapping[str, Any] | str | None = None,
+    min_per_part: int = MIN_PER_PART,
+    progress: FitProgress | None = None,
+    data_name: str = "",
+) -> FitResult:
+    """Search the setting the reader reads best on a fit split, and confirm it against naive on the rest.
+
+    Args:
+        queries: Labelled queries (the eval format).
+        reader: The model and its reply cache.
+        budgets: The documents budgets the profile must serve; a setting's
+            score on a query is its share of budgets answered right.
+        space: Values per knob (default :data:`~contextwright.eval.fit_space.DEFAULT_SPACE`).
+        tokenizer: The tokenizer that defines the budget.
+        resources: Resources the stages need (none for the default space).
+        confirm_share: The share of queries held out for the confirmation.
+        step: Queries per race step.
+        prior: A positional prior (file or mapping) for the ``order=prior`` value.
+        min_per_part: The fewest queries each part may have (default 50).
+        progress: Called with ``(stage, done, total)`` as replies arrive.
+        data_name: The data set's name, for the profile's provenance.
+
+    Raises:
+        ConfigError: too few labelled queries (saying how many are needed), a bad budget or knob value.
+        LLMError: when the reader endpoint cannot be used.
+    """
+    if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
+        raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
+    labelled = [q for q in queries if q.answers]
+    fit, confirm = split_queries(labelled, confirm_share)
+    if min(len(fit), len(confirm)) < min_per_part:
+        need = math.ceil(min_per_part / min(confirm_share, 1 - confirm_share))
+        raise ConfigError(
+            f"fit needs at least {min_per_part} labelled queries to fit on and {min_per_part} to confirm on; "
+            f"got {len(labelled)} labelled queries ({len(fit)} fit / {len(confirm)} confirm at "
+            f"confirm_share {confirm_share:g}). Give about {need} or more labelled queries."
+        )
+    space = {k: tuple(v) for k, v in (space or DEFAULT_SPACE).items()}
+    tok = CachedTokenizer(get_tokenizer(tokenizer).base)
+    asker = _Asker(reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress)
+    setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}
+    trials: list[Trial] = []
+    for knob in KNOBS:
+        values = space.get(knob, (START[knob],))
+        if len(values) < 2:
+            continue
+        raced = _race(asker, knob, [{**setting, knob: v} for v in values], fit, step, prior)
+        trials.extend(raced)
+        alive = [i for i, t in enumerate(raced) if t.dropped_after is None]
+        best = _leader(alive, [t.scores for t in raced], [t.tokens for t in raced])
+        setting = dict(raced[best].setting)
+    config = candidate_config(setting, prior=prior)
+    confirmations = _confirm(asker, config, confirm)
+    meta = {
+        "model": reader.model,
+        "endpoint": reader.cache_endpoint,
+        "data": data_name or None,
+        "queries": len(labelled),
+        "fit_queries": len(fit),
+        "confirm_queries": len(confirm),
+        "confirm_share": confirm_share,
+        "budgets": list(asker.budgets),
+        "tokenizer": tok.name,
+        "max_tokens": reader.max_tokens,
+        "temperature": reader.temperature,
+        "system": reader.system,
+        "requests": asker.asked,
+    }
+    return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
+
+
+def _confirm(asker: _Asker, config: Mapping[str, Any], queries: Sequence[EvalQuery]) -> list[Confirmation]:
+    """The profile against naive at each budget on the held-out queries."""
+    profile = PipelineStrategy(str(config.get("name", "profile")), config)
+    got = asker.ask("confirm", [profile, NaiveStrategy()], queries)
+    out = []
+    for k, budget in enumerate(asker.budgets):
+        mine = [got[(0, q.id)][k] for q in queries]
+        base = [got[(1, q.id)][k] for q in queries]
+        x = [bool(a.ok and a.correct) for _, a in base]
+        y = [bool(a.ok and a.correct) for _, a in mine]
+        boot = paired_bootstrap_delta(x, y)
+        assert boot is not None  # queries is never empty here
+        b = sum(1 for u, v in zip(x, y, strict=True) if u and not v)
+        c = sum(1 for u, v in zip(x, y, strict=True) if v and not u)
+        out.append(
+            Confirmation(
+                budget=budget,
+                queries=len(queries),
+                accuracy=_mean(y),
+                naive_accuracy=_mean(x),
+                delta=boot[0],
+                delta_low=boot[1],
+                delta_high=boot[2],
+                p_value=mcnemar_exact(b, c),
+                tokens_mean=_mean(a.tokens_sent for _, a in mine),
+                naive_tokens_mean=_mean(a.tokens_sent for _, a in base),
+                retention=_mean(answer_in_text("\n".join(r.blocks), r.query.answers) for r, _ in mine),
+                naive_retention=_mean(answer_in_text("\n".join(r.blocks), r.query.answers) for r, _ in base),
+                bare_share=_mean(a.bare for _, a in mine),
+                naive_bare_share=_mean(a.bare for _, a in base),
+            )
+        )
+    return out
+
+
+def verdict(result: FitResult) -> str:
+    """E.g. "on SmolLM2, cap:400 ... (~380 tokens) read 29.0 % at 500 and 28.1 % at 1,000 against naive's ..."."""
+    cs = result.confirmations
+    m = result.meta
+    accs = " / ".join(f"{100 * c.accuracy:.1f}" for c in cs)
+    naive = " / ".join(f"{100 * c.naive_accuracy:.1f}" for c in cs)
+    deltas = "; ".join(
+        f"{c.budget:,}: {100 * c.delta:+.1f} [{100 * c.delta_low:+.1f}, {100 * c.delta_high:+.1f}]"
+        for c in cs
+    )
+    at = " / ".join(f"{c.budget:,}" for c in cs)
+    tokens = " / ".join(f"{c.tokens_mean:,.0f}" for c in cs)
+    best = max(cs, key=lambda c: c.naive_accuracy)
+    return (
+        f"on {m['model']}, '{label(result.setting)}' read {accs} % at {at} tokens (sending {tokens} tokens) "
+        f"against naive's {naive} % (naive's best: {100 * best.naive_accuracy:.1f} % at {best.budget:,}); "
+        f"Δ against naive with 95 % paired intervals, {deltas} points; confirmed on {m['confirm_queries']} "
+        f"held-out queries{' of ' + str(m['data']) if m.get('data') else ''}, chosen on {m['fit_queries']} others."
+    )

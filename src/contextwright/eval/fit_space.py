@@ -1,0 +1,193 @@
+"""The search space of ``contextwright fit``: the knobs a reader is measured along, and the config each setting makes.
+
+A *setting* picks one value per knob; :func:`candidate_config` turns it into
+a pipeline config, the same mapping a preset or a profile TOML holds. The
+knobs, in the order the search visits them (how much text matters most on
+the readers measured so far, framing least):
+
+* ``amount``: how much to send. ``fill`` fills the budget; ``cap:N`` fills at
+  most N tokens whatever the budget (``token_budget.ceiling``); ``stop:R``
+  stops at the first chunk whose per-list normalised score is under R after a
+  100-token floor (``relevance_stop``), the budget staying the ceiling.
+* ``order``: where the strongest chunk goes. ``first`` (relevance order),
+  ``last`` (the best chunk last, the second best just before it),
+  ``ends`` (lost-in-the-middle: the best at the ends, the weakest in the
+  middle), or ``prior`` (a measured positional prior, ``--prior``).
+* ``dedup``: ``none``, ``exact`` (normalised-text copies), or ``containment``
+  (exact, then chunks contained in a kept one).
+* ``framing``: ``lean`` (blocks headed ``[n]``), ``numbered`` (``[n]`` plus
+  the source), or ``minimal`` (plain passages and an uncited prompt).
+
+The starting setting is the ``qa`` preset's (``fill``, ``ends``,
+``containment``, ``lean``), so the search can only move away from the
+default by measuring something better.
+
+Example:
+    >>> candidate_config({"amount": "cap:400", "order": "last", "dedup": "exact", "framing": "lean"})["stages"][1]
+    {'type': 'token_budget', 'policy': 'fill', 'ceiling': 400}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from contextwright.core.errors import ConfigError, did_you_mean
+
+__all__ = [
+    "DEFAULT_SPACE",
+    "KNOBS",
+    "START",
+    "candidate_config",
+    "label",
+    "parse_space",
+]
+
+#: The knobs in search order.
+KNOBS = ("amount", "order", "dedup", "framing")
+
+#: Where the search starts: the ``qa`` preset.
+START: dict[str, str] = {"amount": "fill", "order": "ends", "dedup": "containment", "framing": "lean"}
+
+#: The values tried per knob when the caller names none.
+DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
+    "amount": ("fill", "cap:150", "cap:250", "cap:400", "cap:600", "stop:0.4", "stop:0.6"),
+    "order": ("ends", "first", "last"),
+    "dedup": ("containment", "exact", "none"),
+    "framing": ("lean", "numbered", "minimal"),
+}
+
+_DEDUP = {
+    "none": [],
+    "exact": [{"type": "exact_dedup"}],
+    "containment": [{"type": "exact_dedup"}, {"type": "containment_dedup"}],
+}
+_FORMATS = ("lean", "numbered", "minimal")
+# Best last: a prior that rises with the position puts the k-th best chunk in the k-th last slot.
+_BEST_LAST = {
+    "name": "best-last",
+    "normalized_positions": [0.0, 1.0],
+    "accuracy": [0.0, 100.0],
+    "closed_book": 0.0,
+}
+
+
+def _amount(value: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The stages before the budget and the budget's extra settings for an ``amount`` value."""
+    if value == "fill":
+        return [], {}
+    kind, _, arg = value.partition(":")
+    try:
+        if kind == "cap":
+            n = int(arg)
+            if n < 1:
+                raise ValueError
+            return [], {"ceiling": n}
+        if kind == "stop":
+            r = float(arg)
+            if not 0.0 <= r <= 1.0:
+                raise ValueError
+            return [{"type": "relevance_stop", "min_relative": r, "min_tokens": 100}], {}
+    except ValueError:
+        pass
+    raise ConfigError(
+        f"amount {value!r} is not a setting; use fill, cap:N (N tokens at most, e.g. cap:400) or "
+        "stop:R (the relevance stop at R from 0 to 1, e.g. stop:0.4).",
+        loc=("amount",),
+    )
+
+
+def _order(value: str, prior: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    if value == "first":
+        return {"type": "score_order"}
+    if value == "last":
+        return {"type": "prior_order", "prior": dict(_BEST_LAST)}
+    if value == "ends":
+        return {"type": "lost_in_the_middle_order"}
+    if value == "prior":
+        if prior is None:
+            raise ConfigError(
+                "order 'prior' needs a measured prior: pass --prior FILE (written by "
+                "contextwright eval --reader URL --positions 10 --prior-out FILE).",
+                loc=("order",),
+            )
+        return {"type": "prior_order", "prior": prior if isinstance(prior, str) else dict(prior)}
+    raise ConfigError(
+        f"order {value!r} is not a setting.{did_you_mean(value, ('first', 'last', 'ends', 'prior'))} "
+        "Use first, last, ends or prior.",
+        loc=("order",),
+    )
+
+
+def candidate_config(
+    setting: Mapping[str, str], *, prior: Mapping[str, Any] | str | None = None
+) -> dict[str, Any]:
+    """The pipeline config of one setting (every knob given).
+
+    Raises:
+        ConfigError: naming the knob and the value that is not a setting.
+    """
+    missing = [k for k in KNOBS if k not in setting]
+    if missing:
+        raise ConfigError(f"setting {dict(setting)!r} lacks {', '.join(missing)}.")
+    dedup = setting["dedup"]
+    if dedup not in _DEDUP:
+        raise ConfigError(
+            f"dedup {dedup!r} is not a setting.{did_you_mean(dedup, _DEDUP)} Use none, exact or containment.",
+            loc=("dedup",),
+        )
+    framing = setting["framing"]
+    if framing not in _FORMATS:
+        raise ConfigError(
+            f"framing {framing!r} is not a setting.{did_you_mean(framing, _FORMATS)} "
+            "Use lean, numbered or minimal.",
+            loc=("framing",),
+        )
+    before, budget = _amount(setting["amount"])
+    stages = [
+        *(dict(s) for s in _DEDUP[dedup]),
+        *before,
+        {"type": "token_budget", "policy": "fill", **budget},
+        _order(setting["order"], prior),
+    ]
+    return {"name": label(setting), "stages": stages, "format": framing}
+
+
+def label(setting: Mapping[str, str]) -> str:
+    """A short name of a setting, e.g. ``cap:400 last exact lean``."""
+    return " ".join(setting[k] for k in KNOBS)
+
+
+def parse_space(
+    specs: Sequence[str], *, prior: Mapping[str, Any] | str | None = None
+) -> dict[str, tuple[str, ...]]:
+    """The search space from ``knob=v1,v2`` strings over :data:`DEFAULT_SPACE`.
+
+    A knob given once replaces its default values; a knob given with one
+    value is fixed (not searched).
+
+    Example:
+        >>> parse_space(["amount=fill,cap:300", "framing=lean"])["amount"]
+        ('fill', 'cap:300')
+
+    Raises:
+        ConfigError: for an unknown knob or a value that is not a setting.
+    """
+    space = dict(DEFAULT_SPACE)
+    for spec in specs:
+        knob, sep, values = spec.partition("=")
+        knob = knob.strip()
+        if not sep or knob not in KNOBS:
+            raise ConfigError(
+                f"--knob {spec!r} is not knob=values.{did_you_mean(knob, KNOBS)} "
+                f"Knobs: {', '.join(KNOBS)}. Example: --knob amount=fill,cap:300,cap:500",
+                loc=("knob",),
+            )
+        got = tuple(dict.fromkeys(v.strip() for v in values.split(",") if v.strip()))
+        if not got:
+            raise ConfigError(f"--knob {spec!r} names no value.", loc=("knob",))
+        space[knob] = got
+    for name, tried in space.items():
+        for value in tried:
+            candidate_config({**START, name: value}, prior=prior)
+    return space

@@ -1,0 +1,202 @@
+"""contextwright fit: the search space, the race, the split, the profile, and a real model end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import contextwright
+from contextwright.core.errors import ConfigError
+from contextwright.eval import load_queries
+from contextwright.eval.fit import _excluded, fit_profile, split_queries
+from contextwright.eval.fit_report import dump_toml, write_fit_html, write_profile
+from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, parse_space
+from contextwright.eval.reader import Reader
+from contextwright.tokens import get_tokenizer
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[Any]:
+    """The 300 dev queries as the eval loads them (skips without the shared data)."""
+    shared = Path(
+        os.environ.get(
+            "CONTEXTWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"
+        )
+    )
+    DEV_QUERIES = shared / "nq_bm25_dev300.jsonl.gz"
+    if not DEV_QUERIES.exists():
+        pytest.skip(f"shared data not found at {DEV_QUERIES}")
+    return load_queries(DEV_QUERIES)
+
+
+CHUNKS = [
+    {"id": f"c{i}", "text": f"Passage {i} says that the value is {i}. " * 12, "score": 1.0 - i / 10}
+    for i in range(8)
+]
+
+
+def _accounted(ctx: Any) -> set[str]:
+    """Ids sent (in a citation) or reported dropped."""
+    return {i for c in ctx.citations for i in c.chunk_ids} | {d.chunk_id for d in ctx.report.dropped}
+
+
+def test_the_start_setting_is_the_qa_preset() -> None:
+    qa = contextwright.get_preset("qa")
+    assert candidate_config(START)["stages"] == qa["stages"]
+    assert candidate_config(START)["format"] == qa["format"]
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_every_default_value_builds_a_pipeline_that_holds_the_budget(knob: str) -> None:
+    for value in DEFAULT_SPACE[knob]:
+        config = candidate_config({**START, knob: value})
+        ctx = contextwright.assemble("what is the value?", CHUNKS, preset=config, budget=300)
+        assert ctx.tokens <= 300
+        assert ctx.citations
+        assert _accounted(ctx) == {c["id"] for c in CHUNKS}
+
+
+def test_a_cap_sends_at_most_its_tokens_whatever_the_budget() -> None:
+    config = candidate_config({**START, "amount": "cap:120"})
+    tok = get_tokenizer("cl100k_base")
+    for budget in (100, 300, 1000):
+        ctx = contextwright.assemble("what is the value?", CHUNKS, preset=config, budget=budget)
+        assert ctx.tokens <= min(budget, 120)
+        assert tok.count(ctx.text) == ctx.tokens
+    big = contextwright.assemble("what is the value?", CHUNKS, preset=config, budget=1000)
+    assert any("ceiling 120 tokens" in n for r in big.report.stages for n in r.notes)
+    assert _accounted(big) == {c["id"] for c in CHUNKS}  # nothing lost silently
+
+
+def test_best_last_puts_the_top_chunk_last() -> None:
+    config = candidate_config({**START, "order": "last", "dedup": "none", "amount": "fill"})
+    ctx = contextwright.assemble("value?", CHUNKS[:4], preset=config, budget=2000)
+    assert [c.chunk_ids[0] for c in ctx.citations] == ["c3", "c2", "c1", "c0"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        (["amount=fill,cap:x"], "amount 'cap:x' is not a setting"),
+        (["amount=stop:2"], "amount 'stop:2'"),
+        (["ordr=first"], "Did you mean 'order'"),
+        (["order=middle"], "order 'middle' is not a setting"),
+        (["order=prior"], "needs a measured prior"),
+        (["dedup=near"], "dedup 'near' is not a setting"),
+        (["framing="], "names no value"),
+    ],
+)
+def test_bad_knobs_are_refused_with_the_fix(spec: list[str], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        parse_space(spec)
+
+
+def test_parse_space_replaces_only_the_knobs_given() -> None:
+    space = parse_space(["amount=fill,cap:300", "framing=lean"])
+    assert space["amount"] == ("fill", "cap:300")
+    assert space["framing"] == ("lean",)
+    assert space["order"] == DEFAULT_SPACE["order"]
+
+
+def test_the_split_depends_on_ids_not_on_order(queries: Any) -> None:
+    fit, confirm = split_queries(queries, 0.5)
+    fit2, _ = split_queries(list(reversed(queries)), 0.5)
+    assert {q.id for q in fit} == {q.id for q in fit2}
+    assert not {q.id for q in fit} & {q.id for q in confirm}
+    assert len(fit) + len(confirm) == len(queries)
+    assert 120 < len(confirm) < 180  # about half of 300
+
+
+def test_too_few_labelled_queries_are_refused_with_the_number_needed(queries: Any) -> None:
+    never_contacted = Reader("http://127.0.0.1:9/v1", model="m")
+    with (
+        never_contacted as reader,
+        pytest.raises(ConfigError, match=r"at least 50 labelled .* about 100 or more"),
+    ):
+        fit_profile(queries[:40], reader=reader)
+
+
+@pytest.mark.parametrize(
+    ("diffs", "out"),
+    [
+        ([-1.0] * 10 + [0.0] * 10, True),  # clearly worse
+        ([-1.0, 1.0] * 10, False),  # noise
+        ([-1.0] * 5, False),  # too few to tell
+        ([0.0] * 30, False),  # identical
+    ],
+)
+def test_the_race_drops_only_settings_whose_interval_excludes_the_leader(
+    diffs: list[float], out: bool
+) -> None:
+    assert _excluded(diffs) is out
+
+
+def test_dump_toml_round_trips_a_profile() -> None:
+    config = candidate_config({**START, "amount": "cap:400", "order": "last"})
+    data = {
+        **config,
+        "fit": {"model": "m", "budgets": [500, 1000], "confirm": [{"budget": 500, "delta": 0.031}]},
+    }
+    assert tomllib.loads(dump_toml(data)) == data
+
+
+def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
+    llama_server: Any, queries: Any, tmp_path: Path
+) -> None:
+    """A small search on SmolLM2 through llama.cpp: the race, the confirmation, the profile, the reports."""
+    cache = tmp_path / "reader.sqlite"
+    space = {
+        "amount": ("cap:120", "fill"),
+        "order": ("ends",),
+        "dedup": ("containment",),
+        "framing": ("lean",),
+    }
+    with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:
+        seen: list[tuple[str, int, int]] = []
+        result = fit_profile(
+            queries[:16],
+            reader=reader,
+            budgets=(250,),
+            space=space,
+            step=4,
+            min_per_part=4,
+            progress=lambda s, d, t: seen.append((s, d, t)),
+            data_name="dev16",
+        )
+        asked = result.meta["requests"]
+    assert {s for s, _, _ in seen} == {"fit amount", "confirm"}
+    assert [t.setting["amount"] for t in result.trials] == ["cap:120", "fill"]
+    assert sum(t.dropped_after is None for t in result.trials) >= 1
+    assert result.setting["amount"] in ("cap:120", "fill")
+    (c,) = result.confirmations
+    assert c.budget == 250 and c.queries == result.meta["confirm_queries"] >= 4
+    assert 0.0 <= c.accuracy <= 1.0 and c.delta_low <= c.delta <= c.delta_high
+    assert c.tokens_mean > 0 and c.naive_tokens_mean > 0
+    assert "confirmed on" in result.verdict and "dev16" in result.verdict
+    # the replies are cached: the same fit again sends nothing
+    with Reader(
+        llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12, offline=True
+    ) as rd:
+        again = fit_profile(queries[:16], reader=rd, budgets=(250,), space=space, step=4, min_per_part=4)
+    assert again.to_dict()["confirm"] == result.to_dict()["confirm"] and asked > 0
+    profile = write_profile(result, tmp_path / "smollm2.toml")
+    data = tomllib.loads(profile.read_text())
+    assert data["fit"]["model"] == llama_server.model and data["fit"]["setting"] == dict(result.setting)
+    chunks = list(queries[0].chunks)
+    ctx = contextwright.assemble(queries[0].question, chunks, preset=str(profile), budget=250)
+    assert ctx.tokens <= 250
+    assert contextwright.Assembler(profile, budget=250).assemble(queries[0].question, chunks).text == ctx.text
+    html = write_fit_html(result, tmp_path / "fit.html").read_text()
+    assert "<svg" in html and "Verdict" in html and json.dumps(result.setting["amount"])[1:-1] in html
+
+
+def test_profile_paths_load_like_presets(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(dump_toml({**candidate_config({**START, "amount": "cap:150"}), "fit": {"model": "m"}}))
+    ctx = contextwright.assemble("value?", CHUNKS, preset=str(path), budget=1000)
+    assert ctx.tokens <= 150

@@ -1,0 +1,137 @@
+"""``contextwright fit`` from the command line: refusals before any work, and a real model end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHARED = Path(
+    os.environ.get(
+        "CONTEXTWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+)
+DEV = SHARED / "nq_bm25_dev300.jsonl.gz"
+
+
+def _fit(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "contextwright.cli", "fit", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+
+
+@pytest.fixture
+def dev() -> Path:
+    if not DEV.exists():
+        pytest.skip(f"shared data not found at {DEV}")
+    return DEV
+
+
+def test_fit_refuses_too_few_queries_and_says_how_many(dev: Path, tmp_path: Path) -> None:
+    out = _fit(
+        str(dev),
+        "--limit",
+        "30",
+        "--reader",
+        "http://127.0.0.1:9/v1",
+        "--reader-model",
+        "m",
+        "--reader-cache",
+        str(tmp_path / "c.sqlite"),
+        "--out",
+        str(tmp_path / "p.toml"),
+    )
+    assert out.returncode == 2
+    assert "at least 50 labelled queries to fit on and 50 to confirm on" in out.stderr
+    assert "Give about 100 or more" in out.stderr
+    assert not (tmp_path / "p.toml").exists()
+
+
+def test_fit_checks_its_output_paths_before_any_work(dev: Path, tmp_path: Path) -> None:
+    out = _fit(
+        str(dev),
+        "--reader",
+        "http://127.0.0.1:9/v1",
+        "--reader-model",
+        "m",
+        "--html",
+        str(tmp_path / "no" / "such" / "fit.html"),
+    )
+    assert out.returncode == 2
+    assert "cannot write --html" in out.stderr and "does not exist" in out.stderr
+
+
+def test_fit_names_a_bad_knob(dev: Path) -> None:
+    out = _fit(str(dev), "--reader", "http://127.0.0.1:9/v1", "--reader-model", "m", "--knob", "amount=all")
+    assert out.returncode == 2 and "amount 'all' is not a setting" in out.stderr and "cap:N" in out.stderr
+
+
+def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path: Path) -> None:
+    profile = tmp_path / "smollm2.toml"
+    out = _fit(
+        str(dev),
+        "--limit",
+        "12",
+        "--min-queries",
+        "4",
+        "--step",
+        "4",
+        "--budget",
+        "250",
+        "--knob",
+        "amount=cap:100,fill",
+        "--knob",
+        "order=ends",
+        "--knob",
+        "dedup=containment",
+        "--knob",
+        "framing=lean",
+        "--reader",
+        llama_server.base_url,
+        "--reader-model",
+        llama_server.model,
+        "--reader-max-tokens",
+        "12",
+        "--reader-cache",
+        str(tmp_path / "c.sqlite"),
+        "--out",
+        str(profile),
+        "--html",
+        str(tmp_path / "fit.html"),
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Verdict: on " + llama_server.model in out.stdout and "confirmed on" in out.stdout
+    assert "cap:100" in out.stdout and "fill" in out.stdout
+    data = tomllib.loads(profile.read_text())
+    assert data["fit"]["model"] == llama_server.model and data["fit"]["budgets"] == [250]
+    assert (tmp_path / "fit.html").read_text().count("<svg") == 1
+    used = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "contextwright.cli",
+            "assemble",
+            str(dev),
+            "--limit",
+            "1",
+            "--budget",
+            "250",
+            "--preset",
+            str(profile),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert used.returncode == 0, used.stderr
+    assert used.stdout.startswith("# nq-")
