@@ -52,7 +52,7 @@ class StrategyOutput:
         text: The full context string the model would read.
         blocks: The texts of its blocks, in order (headers not included).
         member_ids: For each block, the input chunk ids it stands for.
-        context: The :class:`~contextwright.types.AssembledContext` of a pipeline
+        context: The :class:`~contextwright.render.context.AssembledContext` of a pipeline
             strategy (its ``messages()`` and citations), ``None`` for a baseline; not
             compared (its report holds timings).
 
