@@ -11,7 +11,7 @@ from typing import Any
 
 from contextwright.assembly.loop import check_cancelled
 from contextwright.assembly.pipeline import Pipeline, Plan
-from contextwright.assembly.presets import pipeline_from_config
+from contextwright.assembly.presets import pipeline_from_config, with_overrides
 from contextwright.core.caches import clear_all
 from contextwright.core.errors import ConfigError, InputError, did_you_mean
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
@@ -22,7 +22,7 @@ from contextwright.render.format import Format
 from contextwright.render.history import HistoryResult, trim_history
 from contextwright.render.messages import Message, system_prompt
 from contextwright.render.tools import TOOL_POLICIES, ToolPolicy, ToolsResult, fit_tools
-from contextwright.stages.fusion import Fuse, is_named_lists
+from contextwright.stages.fusion import Fuse
 from contextwright.stages.stable import StableOrder
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model
@@ -97,9 +97,7 @@ class Assembler:
         ):
             check_number(value, name, MAX_BUDGET_TOKENS, where="Assembler")
         if isinstance(config, Pipeline):
-            if order is not None or format is not None:
-                config = _override(config, order=order, format=format)
-            self.pipeline = config
+            self.pipeline = with_overrides(config, order=order, format=format)
         else:
             self.pipeline = pipeline_from_config(config, order=order, format=format)
         if fusion is not None:
@@ -314,7 +312,7 @@ class Assembler:
             zones = await asyncio.to_thread(self.zones, query, budget=budget)
             ctx = await self.pipeline.arun(
                 query,
-                _from_any(chunks),
+                chunks,
                 tokenizer=self.tokenizer,
                 budget=zones.documents,
                 zones=zones.as_dict(),
@@ -336,7 +334,7 @@ class Assembler:
         zones = self.zones(query, budget=budget)
         return step(
             query,
-            _from_any(chunks),
+            chunks,
             tokenizer=self.tokenizer,
             budget=zones.documents,
             zones=zones.as_dict(),
@@ -392,15 +390,6 @@ class Assembler:
     ) -> bool:
         """Whether every chunk fits whole (nothing dropped for budget, nothing compressed)."""
         return self.plan(query, chunks, budget=budget).fits
-
-
-def _from_any(chunks: Any) -> Any:
-    """Framework objects converted (see ``_frameworks.from_any``), in one list or in each named list."""
-    from contextwright.inputs.frameworks import from_any
-
-    if is_named_lists(chunks):
-        return {name: from_any(items) for name, items in chunks.items()}
-    return from_any(chunks)
 
 
 def _annotate(sp: Any, ctx: AssembledContext) -> None:
@@ -463,12 +452,6 @@ def _stable_prefix(
         return ctx.tokens
     cut = new.rfind("\n", 0, n) + 1
     return tokenizer.count(new[:cut]) if cut else 0
-
-
-def _override(pipeline: Pipeline, *, order: str | None, format: Any) -> Pipeline:
-    from contextwright.assembly.presets import pipeline_to_config
-
-    return pipeline_from_config(pipeline_to_config(pipeline), order=order, format=format)
 
 
 def assemble(
