@@ -236,8 +236,11 @@ def pipeline_from_config(
             raise ConfigError(f"stages[{i}]: {exc}", loc=("stages", i, *exc.loc)) from None
     if order is not None:
         stages = _with_order(stages, order)
-    with located("format"):  # the argument wins over the config key
-        fmt = get_format(format if format is not None else data.get("format", "xml"))
+    if format is not None:  # the argument, not a config key (no loc: the caller knows its field)
+        fmt = get_format(format)
+    else:
+        with located("format"):
+            fmt = get_format(data.get("format", "xml"))
     verify = data.get("verify", "auto")
     return Pipeline(tuple(stages), fmt, verify=verify, name=name)
 
@@ -255,7 +258,8 @@ def with_overrides(
     """
     changes: dict[str, Any] = {}
     if order is not None:
-        changes["stages"] = tuple(_with_order(pipeline.stages, order))
+        with located("order"):
+            changes["stages"] = tuple(_with_order(pipeline.stages, order))
     if format is not None:
         with located("format"):
             changes["format"] = get_format(format)
@@ -264,8 +268,7 @@ def with_overrides(
 
 def _with_order(stages: Sequence[Any], order: str) -> list[Any]:
     """``stages`` with the last order stage replaced by ``order``'s (appended when there is none)."""
-    with located("order"):
-        new = order_stage(order)
+    new = order_stage(order)
     out = list(stages)
     positions = [i for i, s in enumerate(out) if is_order_stage(s)]
     if positions:

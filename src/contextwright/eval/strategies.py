@@ -322,14 +322,14 @@ class PipelineStrategy:
         tokenizer: CachedTokenizer,
         resources: Mapping[str, Any] | None = None,
     ) -> StrategyOutput:
+        from contextwright.assembly.assembler import Assembler
         from contextwright.assembly.spec import AssemblerSpec
 
         built_tok, built_res = self._built_for
         assembler = self._assembler
         if assembler is None or built_tok is not tokenizer or built_res is not resources:
-            assembler = AssemblerSpec(self._pipeline, budget=budget, tokenizer=tokenizer).build(
-                **dict(resources or {})
-            )
+            spec = AssemblerSpec(self._pipeline, budget=budget, tokenizer=tokenizer)
+            assembler = Assembler.from_spec(spec, **dict(resources or {}))
             self._assembler, self._built_for = assembler, (tokenizer, resources)
         ctx = assembler.assemble(question, chunks, budget=budget)
         return StrategyOutput(
