@@ -158,7 +158,9 @@ def test_a_pipeline_given_with_order_keeps_its_own_stage_objects_and_is_not_rebu
         name = "mine"
 
         def __call__(self, chunks: Any) -> StageResult:
-            return StageResult(tuple(chunks), StageReport(stage=self.name, chunks_in=len(chunks), chunks_out=len(chunks)))
+            return StageResult(
+                tuple(chunks), StageReport(stage=self.name, chunks_in=len(chunks), chunks_out=len(chunks))
+            )
 
     mine, top = Mine(), TopKFilter(k=3)
     pipeline = Pipeline((mine, top, ScoreOrder()), "minimal", name="own")

@@ -174,7 +174,9 @@ def read_item(item: Any, position: int) -> Chunk | Mapping[str, Any]:
     try:
         return chunks_from_dicts([read(item)])[0]
     except ContextwrightError as exc:
-        raise InputError(f"chunks[{position}] looks like a {kind} but {call}() could not convert it: {exc}") from None
+        raise InputError(
+            f"chunks[{position}] looks like a {kind} but {call}() could not convert it: {exc}"
+        ) from None
 
 
 def from_any(chunks: Iterable[Any]) -> list[Chunk | Mapping[str, Any]]:

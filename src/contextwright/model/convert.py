@@ -84,4 +84,3 @@ class _Read:
     """A chunk that ``read=`` made (and checked) from a foreign object."""
 
     chunk: Chunk
-
