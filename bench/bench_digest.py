@@ -11,6 +11,12 @@ prints the same lines as the code before it.
 
 Run: python bench/bench_digest.py [--data PATH] [--corpus PATH] [--limit N]
                                   [--budgets 300,500,1000,1500] [--presets qa,...]
+                                  [--write PATH]
+
+``--write PATH`` also writes the lines, without the run time, to PATH: that is
+how tests/fixtures/digest_dev30.txt (pinned by tests/test_digest.py) is made:
+
+    python bench/bench_digest.py --limit 30 --budgets 300,1000 --write tests/fixtures/digest_dev30.txt
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--budgets", default="300,500,1000,1500")
     ap.add_argument("--presets", default=None, help="comma-separated; default: every preset")
+    ap.add_argument("--write", type=Path, default=None, help="also write the lines (no run time) here")
     args = ap.parse_args()
     queries = load_queries(args.data, limit=args.limit)
     store = SQLiteStore(":memory:")
@@ -54,7 +61,8 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     overall = hashlib.sha256()
     start = time.perf_counter()
-    print(f"bench_digest: {args.data.name}, {len(queries)} queries, cl100k_base")
+    lines = [f"bench_digest: {args.data.name}, {len(queries)} queries, cl100k_base"]
+    print(lines[0])
     for preset in presets:
         for budget in budgets:
             assembler = contextwright.Assembler(preset, budget=budget, tokenizer="cl100k_base", store=store)
@@ -64,8 +72,12 @@ def main() -> None:
                 blob = json.dumps(_without_timings(ctx.to_dict()), sort_keys=True, ensure_ascii=False)
                 h.update(hashlib.sha256(blob.encode("utf-8")).digest())
             overall.update(h.digest())
-            print(f"{preset:<12} {budget:>5} {h.hexdigest()[:32]}", flush=True)
-    print(f"overall {overall.hexdigest()} ({time.perf_counter() - start:.0f} s)")
+            lines.append(f"{preset:<12} {budget:>5} {h.hexdigest()[:32]}")
+            print(lines[-1], flush=True)
+    lines.append(f"overall {overall.hexdigest()}")
+    print(f"{lines[-1]} ({time.perf_counter() - start:.0f} s)")
+    if args.write is not None:
+        args.write.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

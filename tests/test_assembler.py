@@ -138,3 +138,64 @@ def test_the_design_example_runs_offline_with_a_gpt_4o_model() -> None:
     ctx = assemble("who discovered x-rays?", CHUNKS, model="gpt-4o-mini", preset="qa")
     assert ctx.tokenizer == "o200k_base" and ctx.budget > 100_000
     assert ctx.report.zones["window"] == 128_000 and len(ctx.citations) == 2
+
+
+# --- work done once per call (issue 34) ---
+
+
+def test_a_pipeline_given_with_order_keeps_its_own_stage_objects_and_is_not_rebuilt() -> None:
+    """order=/format= on a Pipeline replace the order stage and the format only: nothing goes back
+    through config, so a stage with no config form (unregistered) survives, as the same object."""
+    from dataclasses import dataclass
+
+    from contextwright import Pipeline, StageResult
+    from contextwright.model.report import StageReport
+    from contextwright.stages.filter import TopKFilter
+    from contextwright.stages.order import ScoreOrder
+
+    @dataclass(frozen=True)
+    class Mine:  # not registered: it has no config form
+        name = "mine"
+
+        def __call__(self, chunks: Any) -> StageResult:
+            return StageResult(
+                tuple(chunks), StageReport(stage=self.name, chunks_in=len(chunks), chunks_out=len(chunks))
+            )
+
+    mine, top = Mine(), TopKFilter(k=3)
+    pipeline = Pipeline((mine, top, ScoreOrder()), "minimal", name="own")
+    asm = Assembler(pipeline, budget=200, order="bookend", format="numbered")
+    assert asm.pipeline.stages[0] is mine and asm.pipeline.stages[1] is top
+    assert asm.pipeline.stages[2].name == "bookend_order"
+    assert (asm.pipeline.format.name, asm.pipeline.name) == ("numbered", "own")
+    chunks = [{"text": f"passage {i} about tides", "score": 1 - i / 10} for i in range(5)]
+    by_config = Assembler(
+        {"stages": [{"type": "top_k", "k": 3}, {"type": "score_order"}], "format": "minimal"},
+        budget=200,
+        order="bookend",
+        format="numbered",
+    )
+    assert asm.assemble("tides?", chunks).text == by_config.assemble("tides?", chunks).text
+
+
+def test_a_framework_document_is_converted_once_per_call() -> None:
+    """Its text checks run once: the reader converts it, and the pipeline takes the chunk as read."""
+    documents = pytest.importorskip("langchain_core.documents")
+    checks: list[str] = []
+
+    class Counted(str):  # a metadata value whose every Unicode check is counted
+        def isascii(self) -> bool:
+            checks.append(str(self))
+            return str.isascii(self)
+
+    docs = [
+        documents.Document(page_content=f"tides and the moon {i}", metadata={"note": Counted(f"n{i}")})
+        for i in range(3)
+    ]
+    ctx = assemble("tides?", docs, budget=200)
+    assert ctx.report.output_chunks == 3
+    assert sorted(checks) == ["n0", "n1", "n2"]  # was 6: inputs.frameworks, then the pipeline again
+    checks.clear()
+    named = assemble("tides?", {"bm25": docs[:2], "dense": docs[1:]}, budget=200)
+    assert named.report.output_chunks == 3
+    assert sorted(checks) == ["n0", "n1", "n1", "n2"]  # once per list entry, not twice

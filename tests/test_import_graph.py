@@ -3,8 +3,9 @@
 The layers, bottom up, are declared in :data:`LAYERS` and described in
 docs/architecture.md. A module belongs to the layer whose package it is in;
 it may import modules of its own layer or of any layer below, never above.
-The top-level modules that are only compatibility paths (:data:`COMPAT`)
-belong to no layer: nothing in the package may import them.
+The old import paths (:data:`COMPAT`, deprecated, no files: one finder,
+:data:`ALIAS_MODULE`, serves them) belong to no layer: nothing in the package
+may import them.
 
 Every dependency counts:
 
@@ -28,6 +29,7 @@ import ast
 from pathlib import Path
 
 import contextwright
+from contextwright import _aliases
 
 ROOT = Path(contextwright.__file__).parent
 
@@ -50,28 +52,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("contextwright.cli",)),
 )
 
-#: Import paths users already write, kept as re-exports of the code's home
-#: (tests/test_public_paths.py checks what each still offers).
-COMPAT = frozenset(
-    {
-        "contextwright.assembler",
-        "contextwright.budget",
-        "contextwright.config",
-        "contextwright.corpus_dedup",
-        "contextwright.embed",
-        "contextwright.errors",
-        "contextwright.eval.priors",
-        "contextwright.inspector",
-        "contextwright.io",
-        "contextwright.limits",
-        "contextwright.llm",
-        "contextwright.pipeline",
-        "contextwright.rerank",
-        "contextwright.sentences",
-        "contextwright.spans",
-        "contextwright.types",
-    }
-)
+#: The old import paths (deprecated, served by :data:`ALIAS_MODULE`): no module may import them.
+COMPAT = frozenset(_aliases.ALIASES)
+#: The finder that serves :data:`COMPAT`; outside the layers, and only the surface imports it
+#: (to install it). It names every old path's new home in strings, for ``importlib``.
+ALIAS_MODULE = "contextwright._aliases"
 
 
 def _modules() -> dict[str, Path]:
@@ -140,12 +125,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
 
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    known = {**modules, **dict.fromkeys(COMPAT, ROOT)}  # an old path is an edge of its own, not to its parent
+    return {name: _imports(name, path, known) for name, path in modules.items()}
 
 
 def _layer(module: str) -> int | None:
     """The index of ``module``'s layer in :data:`LAYERS`; None for a compatibility path."""
-    if module in COMPAT:
+    if module in COMPAT or module == ALIAS_MODULE:
         return None
     best: tuple[int, int] | None = None  # (length of the matching package, layer)
     for index, (_, packages) in enumerate(LAYERS):
@@ -187,6 +173,8 @@ def test_imports_point_down() -> None:
             continue
         for target in sorted(targets):
             theirs = _layer(target)
+            if target == ALIAS_MODULE and module == "contextwright":
+                continue  # the surface installs the finder of the old paths
             if theirs is None:
                 up.append(f"{module} imports the compatibility path {target}")
             elif theirs > mine:
@@ -250,3 +238,16 @@ def test_no_circles() -> None:
 def test_the_llm_client_imports_no_stage() -> None:
     graph = _graph()
     assert not {m for m in graph["contextwright.clients.chat"] if m.startswith("contextwright.stages")}
+
+
+def test_only_the_surface_imports_the_finder_of_the_old_paths() -> None:
+    graph = _graph()
+    assert ALIAS_MODULE in graph["contextwright"]
+    assert sorted(m for m, targets in graph.items() if ALIAS_MODULE in targets) == ["contextwright"]
+
+
+def test_an_import_of_an_old_path_is_an_edge_to_that_path_not_to_its_parent(tmp_path: Path) -> None:
+    scratch = tmp_path / "filter.py"
+    scratch.write_text("import contextwright.types\nfrom contextwright.errors import ConfigError\n", "utf-8")
+    found = _imports("contextwright.stages.filter", scratch, {**_modules(), **dict.fromkeys(COMPAT, ROOT)})
+    assert found == {"contextwright.types", "contextwright.errors"}

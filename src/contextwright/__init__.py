@@ -10,6 +10,7 @@ to its source.
     >>> ctx.text, ctx.citations, ctx.report.summary()
 """
 
+from contextwright._aliases import install as _install_aliases
 from contextwright.assembly.assembler import Assembler, aassemble, assemble
 from contextwright.assembly.pipeline import Pipeline
 from contextwright.assembly.presets import (
@@ -38,6 +39,9 @@ from contextwright.render.messages import PROMPTS
 from contextwright.stages.base import Stage, register_resource, register_stage
 from contextwright.tokens import Tokenizer, get_tokenizer, register_tokenizer
 from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model, list_models, register_model
+
+# The import paths that moved in issue 25 keep working, deprecated (_aliases, docs/architecture.md).
+_install_aliases()
 
 __all__ = [
     "AssembledContext",

@@ -128,3 +128,24 @@ def test_a_stage_constructor_names_its_setting_in_loc() -> None:
     with pytest.raises(ConfigError) as err:
         pipeline_from_config(config)
     assert err.value.loc == ("stages", 1, "k")
+
+
+@pytest.mark.parametrize(
+    ("extra", "loc", "detail"),
+    [
+        # the format's error comes from building it (no pre-check): its loc names the field, with
+        # or without a config beside it
+        ({"format": {"type": "yaml"}, "config": {"preset": "qa"}}, ["body", "format"], "unknown format type"),
+        ({"format": {"type": "yaml"}, "config": _stages()}, ["body", "format"], "unknown format type"),
+        ({"config": {"stages": [], "format": "yaml"}}, ["body", "config"], "unknown format 'yaml'"),
+        ({"tokenizer": "o300k_base"}, ["body", "tokenizer"], "o300k_base"),
+    ],
+)
+def test_an_option_is_checked_where_it_is_used_and_its_loc_names_the_field(
+    client: TestClient, extra: dict[str, Any], loc: list[Any], detail: str
+) -> None:
+    r = client.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, **extra})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["loc"] == loc
+    assert detail in body["detail"]

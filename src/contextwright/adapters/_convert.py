@@ -165,9 +165,8 @@ def build_assembler(
             f"{owner}: pass budget= (documents tokens) or model= (to derive the budget from the "
             f"model's context window), e.g. {owner}(budget=1000) or {owner}(model='gpt-4o-mini')."
         )
-    return AssemblerSpec(
-        preset, budget=budget, model=model, tokenizer=tokenizer, format=format, order=order
-    ).build()
+    spec = AssemblerSpec(preset, budget=budget, model=model, tokenizer=tokenizer, format=format, order=order)
+    return Assembler.from_spec(spec)
 
 
 def query_of(value: Any, *, owner: str) -> str:

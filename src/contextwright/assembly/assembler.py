@@ -11,25 +11,25 @@ from typing import Any
 
 from contextwright.assembly.loop import check_cancelled
 from contextwright.assembly.pipeline import Pipeline, Plan
-from contextwright.assembly.presets import pipeline_from_config
+from contextwright.assembly.presets import pipeline_from_config, with_overrides
+from contextwright.assembly.spec import DEFAULT_BUFFER, AssemblerSpec
 from contextwright.core.caches import clear_all
-from contextwright.core.errors import ConfigError, InputError, did_you_mean
+from contextwright.core.errors import ConfigError, InputError, did_you_mean, located
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
 from contextwright.model.chunk import Chunk
 from contextwright.render.context import AssembledContext
-from contextwright.render.format import Format
+from contextwright.render.format import Format, get_format
 from contextwright.render.history import HistoryResult, trim_history
 from contextwright.render.messages import Message, system_prompt
-from contextwright.render.tools import TOOL_POLICIES, ToolPolicy, ToolsResult, fit_tools
-from contextwright.stages.fusion import Fuse, is_named_lists
+from contextwright.render.tools import ToolPolicy, ToolsResult, fit_tools
+from contextwright.stages.fusion import Fuse
 from contextwright.stages.stable import StableOrder
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model
 
 __all__ = ["Assembler", "aassemble", "assemble"]
 
-DEFAULT_BUFFER = 128
 MAX_SESSIONS = 4_096  # contexts remembered for stable_order sessions (least recently used go first)
 
 
@@ -88,56 +88,93 @@ class Assembler:
         stable_order: bool = False,
         **resources: Any,
     ) -> None:
-        for name, value in (
-            ("budget", budget),
-            ("history_tokens", history_tokens),
-            ("output_tokens", output_tokens),
-            ("buffer_tokens", buffer_tokens),
-            ("tool_tokens", tool_tokens),
-        ):
-            check_number(value, name, MAX_BUDGET_TOKENS, where="Assembler")
+        spec = AssemblerSpec(
+            config,
+            model=model,
+            budget=budget,
+            tokenizer=tokenizer,
+            format=format,
+            order=order,
+            system=system,
+            history_tokens=history_tokens,
+            output_tokens=output_tokens,
+            buffer_tokens=buffer_tokens,
+            fusion=fusion,
+            tool_tokens=tool_tokens,
+            tool_policy=tool_policy,
+            stable_order=stable_order,
+        )
+        self._setup(spec, resources, where="Assembler", arguments=_ASSEMBLER_ARGS)
+
+    @classmethod
+    def from_spec(cls, spec: AssemblerSpec, /, **resources: Any) -> Assembler:
+        """The assembler ``spec`` describes, with ``resources`` (``store=``, ``embedder=``, ...) for its stages.
+
+        Example:
+            >>> Assembler.from_spec(AssemblerSpec("qa", budget=800), store=SQLiteStore("nq.db"))
+        """
+        return cls._checked(spec, resources, where="Assembler", arguments=_ASSEMBLER_ARGS)
+
+    @classmethod
+    def _checked(
+        cls, spec: AssemblerSpec, resources: Mapping[str, Any], *, where: str, arguments: Sequence[str]
+    ) -> Assembler:
+        """An assembler from a checked spec; ``resources`` are checked once, in the words of ``where``."""
+        assembler = cls.__new__(cls)
+        assembler._setup(spec, resources, where=where, arguments=arguments)
+        return assembler
+
+    def _setup(
+        self, spec: AssemblerSpec, resources: Mapping[str, Any], *, where: str, arguments: Sequence[str]
+    ) -> None:
+        """Build the pipeline, the tokenizer and the zones of ``spec`` (whose values are checked)."""
+        config, fmt = spec.config, None
+        if spec.format is not None:
+            with located("format"):
+                fmt = get_format(spec.format)
         if isinstance(config, Pipeline):
-            if order is not None or format is not None:
-                config = _override(config, order=order, format=format)
-            self.pipeline = config
+            self.pipeline = with_overrides(config, format=fmt)
         else:
-            self.pipeline = pipeline_from_config(config, order=order, format=format)
-        if fusion is not None:
-            self.pipeline = _with_fusion(self.pipeline, fusion)
-        if not isinstance(stable_order, bool):
-            raise ConfigError(f"stable_order must be true or false; got {stable_order!r}.")
-        if stable_order and not any(isinstance(s, StableOrder) for s in self.pipeline.stages):
+            with located("config"):
+                self.pipeline = pipeline_from_config(config, format=fmt)
+        self.pipeline = with_overrides(self.pipeline, order=spec.order)  # loc ("order",)
+        if spec.fusion is not None:
+            with located("fusion"):
+                self.pipeline = _with_fusion(self.pipeline, spec.fusion)
+        if spec.stable_order and not any(isinstance(s, StableOrder) for s in self.pipeline.stages):
             self.pipeline = replace(self.pipeline, stages=(*self.pipeline.stages, StableOrder()))
-        if isinstance(tool_tokens, bool) or not isinstance(tool_tokens, int) or tool_tokens < 0:
-            raise ConfigError(f"tool_tokens must be a non-negative integer; got {tool_tokens!r}.")
-        if tool_policy not in TOOL_POLICIES:
-            raise ConfigError(f"tool_policy must be one of {', '.join(TOOL_POLICIES)}; got {tool_policy!r}.")
-        self.tool_tokens = tool_tokens
-        self.tool_policy: ToolPolicy = tool_policy
-        self.stable_order = stable_order
+        self.tool_tokens = spec.tool_tokens
+        self.tool_policy: ToolPolicy = spec.tool_policy  # type: ignore[assignment]  # checked by the spec
+        self.stable_order = spec.stable_order
         self._sessions: OrderedDict[str, AssembledContext] = OrderedDict()
         self._sessions_lock = threading.Lock()
-        _check_resources("Assembler", resources, _ASSEMBLER_ARGS, self.pipeline.stages)
-        self.model = get_model(model) if isinstance(model, str) else model
-        if budget is None and self.model is None:
+        _check_resources(where, resources, arguments, self.pipeline.stages)
+        model = spec.model
+        with located("model"):
+            self.model = get_model(model) if isinstance(model, str) else model
+        if spec.budget is None and self.model is None:
             raise ConfigError(
                 "pass budget= (documents tokens) or model= (to derive it from the model's "
-                "context window), e.g. Assembler('qa', budget=1000) or Assembler('qa', model='gpt-4o-mini')."
+                "context window), e.g. Assembler('qa', budget=1000) or Assembler('qa', model='gpt-4o-mini').",
+                loc=("budget",),
             )
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
-            raise ConfigError(f"budget must be a non-negative integer number of tokens; got {budget!r}.")
-        spec = tokenizer if tokenizer is not None else (self.model.tokenizer if self.model else "cl100k_base")
-        self.tokenizer: CachedTokenizer = get_tokenizer(spec)
-        self.budget = budget
-        self.system = system
-        self.history_tokens = history_tokens
-        self.output_tokens = output_tokens
-        self.buffer_tokens = buffer_tokens
-        self.resources = resources
+        given = spec.tokenizer
+        with located("tokenizer" if given is not None else "model"):
+            self.tokenizer: CachedTokenizer = get_tokenizer(
+                given if given is not None else (self.model.tokenizer if self.model else "cl100k_base")
+            )
+        self.budget = spec.budget
+        self.system = spec.system
+        self.history_tokens = spec.history_tokens
+        self.output_tokens = spec.output_tokens
+        self.buffer_tokens = spec.buffer_tokens
+        self.resources = dict(resources)
         self._system_tokens = (
-            self.tokenizer.count(system_prompt(system, format=self.pipeline.format)) if system else 0
+            self.tokenizer.count(system_prompt(spec.system, format=self.pipeline.format))
+            if spec.system
+            else 0
         )
-        if budget is None:
+        if spec.budget is None:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
     def clear_caches(self) -> None:
@@ -314,7 +351,7 @@ class Assembler:
             zones = await asyncio.to_thread(self.zones, query, budget=budget)
             ctx = await self.pipeline.arun(
                 query,
-                _from_any(chunks),
+                chunks,
                 tokenizer=self.tokenizer,
                 budget=zones.documents,
                 zones=zones.as_dict(),
@@ -336,7 +373,7 @@ class Assembler:
         zones = self.zones(query, budget=budget)
         return step(
             query,
-            _from_any(chunks),
+            chunks,
             tokenizer=self.tokenizer,
             budget=zones.documents,
             zones=zones.as_dict(),
@@ -392,15 +429,6 @@ class Assembler:
     ) -> bool:
         """Whether every chunk fits whole (nothing dropped for budget, nothing compressed)."""
         return self.plan(query, chunks, budget=budget).fits
-
-
-def _from_any(chunks: Any) -> Any:
-    """Framework objects converted (see ``_frameworks.from_any``), in one list or in each named list."""
-    from contextwright.inputs.frameworks import from_any
-
-    if is_named_lists(chunks):
-        return {name: from_any(items) for name, items in chunks.items()}
-    return from_any(chunks)
 
 
 def _annotate(sp: Any, ctx: AssembledContext) -> None:
@@ -465,12 +493,6 @@ def _stable_prefix(
     return tokenizer.count(new[:cut]) if cut else 0
 
 
-def _override(pipeline: Pipeline, *, order: str | None, format: Any) -> Pipeline:
-    from contextwright.assembly.presets import pipeline_to_config
-
-    return pipeline_from_config(pipeline_to_config(pipeline), order=order, format=format)
-
-
 def assemble(
     query: str,
     chunks: Iterable[Chunk | Mapping[str, Any]],
@@ -514,16 +536,8 @@ def assemble(
         >>> ctx = assemble("who discovered x-rays?", chunks, budget=500)
         >>> print(ctx.text); ctx.report.summary()
     """
-    _check_resources(
-        "assemble",
-        options,
-        _ASSEMBLE_ARGS,
-        preset.stages if isinstance(preset, Pipeline) else (),
-        options=_ASSEMBLER_OPTIONS,
-    )
-    assembler = Assembler(
-        preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
-    )
+    named = {"model": model, "budget": budget, "tokenizer": tokenizer, "format": format, "order": order}
+    assembler = _for_call("assemble", preset, {**named, **options})
     return assembler.assemble(query, chunks, history=history, tools=tools, previous=previous)
 
 
@@ -552,46 +566,25 @@ async def aassemble(
     """
     import asyncio
 
-    _check_resources(
-        "aassemble",
-        options,
-        _ASSEMBLE_ARGS,
-        preset.stages if isinstance(preset, Pipeline) else (),
-        options=_ASSEMBLER_OPTIONS,
-    )
-    assembler = await asyncio.to_thread(
-        lambda: Assembler(
-            preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
-        )
-    )
+    named = {"model": model, "budget": budget, "tokenizer": tokenizer, "format": format, "order": order}
+    assembler = await asyncio.to_thread(_for_call, "aassemble", preset, {**named, **options})
     return await assembler.aassemble(query, chunks, history=history, tools=tools, previous=previous)
 
 
-_ASSEMBLER_OPTIONS = (
-    "system",
-    "history_tokens",
-    "output_tokens",
-    "buffer_tokens",
-    "fusion",
-    "tool_tokens",
-    "tool_policy",
-    "stable_order",
-)
-_ASSEMBLER_ARGS = ("config", "model", "budget", "tokenizer", "format", "order", *_ASSEMBLER_OPTIONS)
-_ASSEMBLE_ARGS = (
-    "query",
-    "chunks",
-    "preset",
-    "model",
-    "budget",
-    "tokenizer",
-    "format",
-    "order",
-    "history",
-    "tools",
-    "previous",
-    *_ASSEMBLER_OPTIONS,
-)
+#: The options assemble() names in its signature (the others come in ``**options``).
+_NAMED = ("model", "budget", "tokenizer", "format", "order")
+#: What ``assemble(**options)`` accepts: the spec's options, less ``config`` (``preset=``) and the named ones.
+_ASSEMBLER_OPTIONS = tuple(o for o in AssemblerSpec.options() if o not in ("config", *_NAMED))
+_ASSEMBLER_ARGS = AssemblerSpec.options()
+_ASSEMBLE_ARGS = ("query", "chunks", "preset", *_NAMED, "history", "tools", "previous", *_ASSEMBLER_OPTIONS)
+
+
+def _for_call(where: str, preset: Any, given: Mapping[str, Any]) -> Assembler:
+    """The assembler of one assemble()/aassemble() call: ``given`` split into the spec's options and
+    resources, each checked once (an unknown keyword is named in ``where``'s words)."""
+    options, resources = AssemblerSpec.split(given, exclude=("config",))  # assemble() says preset=
+    spec = AssemblerSpec(preset, **options)
+    return Assembler._checked(spec, resources, where=where, arguments=_ASSEMBLE_ARGS)
 
 
 def _check_resources(
@@ -599,8 +592,6 @@ def _check_resources(
     given: Mapping[str, Any],
     arguments: Sequence[str],
     stages: Sequence[Any],
-    *,
-    options: Sequence[str] = (),
 ) -> None:
     """Reject a keyword that is neither an argument nor a declared resource, suggesting the closest name.
 
@@ -612,11 +603,10 @@ def _check_resources(
     from contextwright.stages.base import resource_names
 
     resources = resource_names(stages)
-    known = {*options, *resources}
-    unknown = [k for k in given if k not in known]
+    unknown = [k for k in given if k not in resources]
     if not unknown:
         return
-    valid = sorted({*arguments, *options})
+    valid = sorted(arguments)
     name = unknown[0]
     hint = did_you_mean(name, [*valid, *sorted(resources)])
     raise ConfigError(

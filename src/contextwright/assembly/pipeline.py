@@ -20,6 +20,7 @@ from contextwright.assembly.loop import StageLoop, cancel_on, check_cancelled
 from contextwright.core.errors import ConfigError, InputError
 from contextwright.core.telemetry import span
 from contextwright.core.text import check_text
+from contextwright.inputs.frameworks import check_list, read_item
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.report import Change, Drop, Report, StageReport, StageResult
@@ -109,7 +110,8 @@ def _inputs(query: str, chunks: Iterable[Chunk | Mapping[str, Any]], empty: list
     if not isinstance(query, str):
         raise InputError(f"query must be a string; got {type(query).__name__}.")
     check_text(query, "query")
-    return chunks_from_dicts(chunks, empty=empty)
+    check_list(chunks)
+    return chunks_from_dicts(chunks, empty=empty, read=read_item)
 
 
 _BUDGET_REASONS = frozenset({"over_budget", "irrelevant"})

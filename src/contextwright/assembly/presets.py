@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "pipeline_from_config",
     "pipeline_to_config",
     "register_preset",
+    "with_overrides",
 ]
 
 _PRESETS: dict[str, dict[str, Any]] = {
@@ -234,19 +236,47 @@ def pipeline_from_config(
         except ConfigError as exc:
             raise ConfigError(f"stages[{i}]: {exc}", loc=("stages", i, *exc.loc)) from None
     if order is not None:
-        new = order_stage(order)
-        positions = [i for i, s in enumerate(stages) if is_order_stage(s)]
-        if positions:
-            stages[positions[-1]] = new
-        else:
-            stages.append(new)
-    if format is not None:  # the argument, not a config key
+        stages = _with_order(stages, order)
+    if format is not None:  # the argument, not a config key (no loc: the caller knows its field)
         fmt = get_format(format)
     else:
         with located("format"):
             fmt = get_format(data.get("format", "xml"))
     verify = data.get("verify", "auto")
     return Pipeline(tuple(stages), fmt, verify=verify, name=name)
+
+
+def with_overrides(
+    pipeline: Pipeline, *, order: str | None = None, format: str | Format | Mapping[str, Any] | None = None
+) -> Pipeline:
+    """``pipeline`` with ``order=`` replacing its last order stage (or appended) and ``format=`` its format.
+
+    The other stages are the same objects: nothing goes back through config, so a stage that
+    has no config form (your own, unregistered) survives an override, and nothing is rebuilt.
+
+    Raises:
+        ConfigError: an unknown order or format, with ``loc`` ``("order",)`` or ``("format",)``.
+    """
+    changes: dict[str, Any] = {}
+    if order is not None:
+        with located("order"):
+            changes["stages"] = tuple(_with_order(pipeline.stages, order))
+    if format is not None:
+        with located("format"):
+            changes["format"] = get_format(format)
+    return replace(pipeline, **changes) if changes else pipeline
+
+
+def _with_order(stages: Sequence[Any], order: str) -> list[Any]:
+    """``stages`` with the last order stage replaced by ``order``'s (appended when there is none)."""
+    new = order_stage(order)
+    out = list(stages)
+    positions = [i for i, s in enumerate(out) if is_order_stage(s)]
+    if positions:
+        out[positions[-1]] = new
+    else:
+        out.append(new)
+    return out
 
 
 def pipeline_to_config(pipeline: Pipeline) -> dict[str, Any]:

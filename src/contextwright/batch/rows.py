@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from contextwright.core.errors import ConfigError, InputError
+from contextwright.core.errors import InputError
 from contextwright.inputs.readers import QueryItem, Record, _item
 
 Engine = Literal["local", "ray"]
@@ -50,32 +50,15 @@ class BatchSettings:
 
     def build(self) -> Any:
         """The assembler these settings describe (opens the store, if any)."""
-        from contextwright.assembly.spec import AssemblerSpec
+        from contextwright.assembly.assembler import Assembler
+        from contextwright.assembly.spec import AssemblerSpec, open_resources
 
-        resources: dict[str, Any] = dict(self.options)
-        config: Any = dict(self.preset) if isinstance(self.preset, Mapping) else self.preset
-        if self.expand is not None:
-            if self.store is None:
-                raise ConfigError("expand needs store= (a chunk store URL to fetch neighbours from).")
-            from contextwright.assembly.presets import pipeline_from_config
-            from contextwright.stages.expand import with_expansion
-
-            config = with_expansion(pipeline_from_config(config), window=self.expand)
-        if self.store is not None:
-            from contextwright.stores import open_store
-
-            resources["store"] = open_store(self.store)
-        known = set(AssemblerSpec.options())  # options may hold assembler settings and resources
-        spec = AssemblerSpec(
-            config,
-            model=self.model,
-            budget=self.budget,
-            tokenizer=self.tokenizer,
-            format=self.format,
-            order=self.order,
-            **{k: v for k, v in resources.items() if k in known},
-        )
-        return spec.build(**{k: v for k, v in resources.items() if k not in known})
+        options, resources = AssemblerSpec.split(self.options, exclude=("config",))  # the rest: resources
+        preset = dict(self.preset) if isinstance(self.preset, Mapping) else self.preset
+        config, resources = open_resources(preset, store=self.store, expand=self.expand, resources=resources)
+        named: dict[str, Any] = {"model": self.model, "budget": self.budget, "tokenizer": self.tokenizer}
+        spec = AssemblerSpec(config, **named, format=self.format, order=self.order, **options)
+        return Assembler.from_spec(spec, **resources)
 
 
 @dataclass(frozen=True, slots=True)

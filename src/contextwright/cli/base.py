@@ -115,7 +115,9 @@ def check_budget_and_model(budget: int | None, model: str | None) -> None:
 
 def cli_words(message: str) -> str:
     """A library message with its Python arguments named as this CLI's flags."""
-    return message.replace("pass tokenizer='chars'", "pass --tokenizer chars")
+    return message.replace("pass tokenizer='chars'", "pass --tokenizer chars").replace(
+        "expand needs store= (", "--expand needs --store URL ("
+    )
 
 
 # The one store flag is --store; --db (index's old name) still works, with a hint.
@@ -165,26 +167,11 @@ def build_assembler(
     **options: Any,
 ) -> Any:
     """An Assembler from command-line options, with the resources they name."""
-    from contextwright.assembly.spec import AssemblerSpec
+    from contextwright.assembly.assembler import Assembler
+    from contextwright.assembly.spec import AssemblerSpec, open_resources
 
     check_budget_and_model(budget, model)
-    resources: dict[str, Any] = {}
-    config: Any = preset
-    if expand is not None:
-        if store is None:
-            fail("--expand needs --store URL (the chunk store to fetch neighbours from).")
-        from contextwright.assembly.presets import pipeline_from_config
-        from contextwright.stages.expand import with_expansion
-
-        config = with_expansion(pipeline_from_config(preset), window=expand)
-    if store is not None:
-        from contextwright.stores import open_store
-
-        resources["store"] = open_store(store)
-    if embedder is not None:
-        from contextwright.clients.embed import SentenceTransformerEmbedder
-
-        resources["embedder"] = SentenceTransformerEmbedder(embedder)
+    config, resources = open_resources(preset, store=store, expand=expand, embedder=embedder)
     # A flag left out (None) keeps the assembler's default.
     spec = AssemblerSpec.from_options(
         dict(
@@ -199,4 +186,4 @@ def build_assembler(
             **options,
         )
     )
-    return spec.build(**resources)
+    return Assembler.from_spec(spec, **resources)

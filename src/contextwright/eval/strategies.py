@@ -52,7 +52,7 @@ class StrategyOutput:
         text: The full context string the model would read.
         blocks: The texts of its blocks, in order (headers not included).
         member_ids: For each block, the input chunk ids it stands for.
-        context: The :class:`~contextwright.types.AssembledContext` of a pipeline
+        context: The :class:`~contextwright.render.context.AssembledContext` of a pipeline
             strategy (its ``messages()`` and citations), ``None`` for a baseline; not
             compared (its report holds timings).
 
@@ -322,14 +322,14 @@ class PipelineStrategy:
         tokenizer: CachedTokenizer,
         resources: Mapping[str, Any] | None = None,
     ) -> StrategyOutput:
+        from contextwright.assembly.assembler import Assembler
         from contextwright.assembly.spec import AssemblerSpec
 
         built_tok, built_res = self._built_for
         assembler = self._assembler
         if assembler is None or built_tok is not tokenizer or built_res is not resources:
-            assembler = AssemblerSpec(self._pipeline, budget=budget, tokenizer=tokenizer).build(
-                **dict(resources or {})
-            )
+            spec = AssemblerSpec(self._pipeline, budget=budget, tokenizer=tokenizer)
+            assembler = Assembler.from_spec(spec, **dict(resources or {}))
             self._assembler, self._built_for = assembler, (tokenizer, resources)
         ctx = assembler.assemble(question, chunks, budget=budget)
         return StrategyOutput(

@@ -22,7 +22,15 @@ from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.fields import FIELD_ALIASES
 
-__all__ = ["HAYSTACK_ALIASES", "from_any", "haystack_mapping", "langchain_mapping", "llamaindex_mapping"]
+__all__ = [
+    "HAYSTACK_ALIASES",
+    "check_list",
+    "from_any",
+    "haystack_mapping",
+    "langchain_mapping",
+    "llamaindex_mapping",
+    "read_item",
+]
 
 #: Haystack's own metadata names, read as chunk fields when no usual alias is there.
 HAYSTACK_ALIASES: dict[str, tuple[str, ...]] = {
@@ -138,8 +146,15 @@ def _id(item: Any) -> str | None:
     return None
 
 
-def from_any(chunks: Iterable[Any]) -> list[Chunk | Mapping[str, Any]]:
-    """``chunks`` with framework objects converted to chunks (read the way their adapter reads them).
+def check_list(chunks: Any) -> None:
+    """Raise :class:`InputError` when ``chunks`` is not a list of chunks (a string, a mapping, a number)."""
+    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
+        raise InputError(f"chunks must be a list of chunks; got {type(chunks).__name__}. {_HINT}")
+
+
+def read_item(item: Any, position: int) -> Chunk | Mapping[str, Any]:
+    """A framework object as a chunk, read the way its adapter reads it; the pipeline's reader
+    (``chunks_from_dicts(read=read_item)``), so each object is converted once.
 
     A framework object without text becomes a text-less mapping, which the
     pipeline drops with reason ``empty`` like any other empty chunk.
@@ -148,26 +163,31 @@ def from_any(chunks: Iterable[Any]) -> list[Chunk | Mapping[str, Any]]:
         InputError: for an object no adapter recognises, or one its adapter
             rejects, naming the adapter function to call.
     """
-    if isinstance(chunks, (str, bytes, Mapping)) or not isinstance(chunks, Iterable):
-        raise InputError(f"chunks must be a list of chunks; got {type(chunks).__name__}. {_HINT}")
-    out: list[Chunk | Mapping[str, Any]] = []
-    for position, item in enumerate(chunks):
-        if type(item) is dict or isinstance(item, (Chunk, Mapping)):
-            out.append(item)
-            continue
-        found = _kind(item)
-        if found is None:
-            raise InputError(f"chunks[{position}] is a {type(item).__name__}, not a chunk. {_HINT}")
-        kind, text = found
-        if text is None or (isinstance(text, str) and not text.strip()):
-            ident = _id(item)
-            out.append({"text": text, **({"id": ident} if ident else {})})
-            continue
-        read, call = _READERS[kind]
-        try:
-            out.append(chunks_from_dicts([read(item)])[0])
-        except ContextwrightError as exc:
-            raise InputError(
-                f"chunks[{position}] looks like a {kind} but {call}() could not convert it: {exc}"
-            ) from None
-    return out
+    found = _kind(item)
+    if found is None:
+        raise InputError(f"chunks[{position}] is a {type(item).__name__}, not a chunk. {_HINT}")
+    kind, text = found
+    if text is None or (isinstance(text, str) and not text.strip()):
+        ident = _id(item)
+        return {"text": text, **({"id": ident} if ident else {})}
+    read, call = _READERS[kind]
+    try:
+        return chunks_from_dicts([read(item)])[0]
+    except ContextwrightError as exc:
+        raise InputError(
+            f"chunks[{position}] looks like a {kind} but {call}() could not convert it: {exc}"
+        ) from None
+
+
+def from_any(chunks: Iterable[Any]) -> list[Chunk | Mapping[str, Any]]:
+    """``chunks`` with framework objects converted to chunks (:func:`read_item`); chunks and
+    mappings as they are.
+
+    Raises:
+        InputError: for something that is not a list of chunks, or an item :func:`read_item` refuses.
+    """
+    check_list(chunks)
+    return [
+        item if type(item) is dict or isinstance(item, (Chunk, Mapping)) else read_item(item, position)
+        for position, item in enumerate(chunks)
+    ]

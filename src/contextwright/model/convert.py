@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from contextwright.core.errors import InputError
@@ -17,7 +17,10 @@ from contextwright.model.report import Drop
 
 
 def chunks_from_dicts(
-    items: Iterable[Mapping[str, Any] | Chunk], *, empty: list[Drop] | None = None
+    items: Iterable[Mapping[str, Any] | Chunk],
+    *,
+    empty: list[Drop] | None = None,
+    read: Callable[[Any, int], Chunk | Mapping[str, Any]] | None = None,
 ) -> tuple[Chunk, ...]:
     """Normalize a list of mappings or chunks into chunks with unique ids.
 
@@ -30,6 +33,10 @@ def chunks_from_dicts(
         empty: When given, an item whose text is empty, whitespace only or
             null is not an error: it is left out and recorded here as a
             :class:`Drop` with reason ``empty`` (retrievers do return them).
+        read: Reads an item that is neither a chunk nor a mapping (a framework's
+            document, :func:`contextwright.inputs.frameworks.read_item`) given its
+            position: a chunk it returns is taken as read and checked (only its
+            ``rank`` is set), so a foreign object is converted once.
 
     Raises:
         InputError: for a malformed item, or two items that give the same id.
@@ -37,9 +44,15 @@ def chunks_from_dicts(
     out: list[Chunk] = []
     seen: dict[str, int] = {}
     for position, item in enumerate(items):
+        if read is not None and type(item) is not dict and not isinstance(item, (Chunk, Mapping)):
+            item = read(item, position)
+            if isinstance(item, Chunk):
+                item = _Read(item)
         fast = _from_plain(item, position) if type(item) is dict else None
         if fast is not None:
             chunk, explicit = fast
+        elif isinstance(item, _Read):  # read and checked by ``read``
+            chunk, explicit = replace(item.chunk, rank=position), True
         elif empty is not None and (why := _empty_text(item)) is not None:
             empty.append(Drop(_given_id(item, position), "empty", detail=why))
             continue
@@ -64,3 +77,10 @@ def chunks_from_dicts(
         seen[chunk.id] = position
         out.append(chunk)
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A chunk that ``read=`` made (and checked) from a foreign object."""
+
+    chunk: Chunk

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from contextwright.assembly.spec import AssemblerSpec
 from contextwright.core.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
 from contextwright.service.problems import Failure, Loc, config_error_loc
 from contextwright.service.references import load_priors, screen_stages
@@ -67,33 +68,26 @@ class Assemblers:
         return built
 
     def _build(self, o: Mapping[str, Any]) -> Assembler:
-        """Build an assembler, attributing each library error to the request field that caused it."""
-        from contextwright.assembly.presets import get_preset, pipeline_from_config
-        from contextwright.assembly.spec import AssemblerSpec
-        from contextwright.render.format import get_format
-        from contextwright.stages.order import order_stage
-        from contextwright.tokens import get_tokenizer
-        from contextwright.tokens.zones import get_model
+        """Build an assembler, attributing each library error to the request field that caused it.
 
-        def check(loc: Loc, fn: Callable[[], Any]) -> Any:
+        The options are checked where they are used, once: an error's ``loc`` (``("order",)``,
+        ``("model",)``, ...) names the field, so nothing is checked ahead only to find its field.
+        """
+        from contextwright.assembly.assembler import Assembler
+        from contextwright.assembly.presets import get_preset, pipeline_from_config, with_overrides
+
+        def check(loc: Loc, fn: Callable[[], Any], *, fields: bool = True) -> Any:
+            """``fn()``; an error goes to the option its ``loc`` names (``fields``), else into ``loc``."""
             try:
                 return fn()
             except BudgetError as exc:
                 raise Failure(400, "no-room-for-documents", str(exc), loc) from None
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
-                raise Failure(422, "invalid-option", str(exc), config_error_loc(exc, loc)) from None
+                where = _field_loc(exc) if fields else None
+                raise Failure(422, "invalid-option", str(exc), where or config_error_loc(exc, loc)) from None
 
         if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
             vet_tokenizer(o["tokenizer"])
-        model = check(["body", "model"], lambda: get_model(o["model"])) if o["model"] else None
-        tokenizer = o["tokenizer"] or (model.tokenizer if model is not None else "cl100k_base")
-        check(
-            ["body", "tokenizer"] if o["tokenizer"] else ["body", "model"], lambda: get_tokenizer(tokenizer)
-        )
-        if o["format"] is not None:
-            check(["body", "format"], lambda: get_format(o["format"]))
-        if o["order"] is not None:
-            check(["body", "order"], lambda: order_stage(o["order"]))
         config: Any = o["preset"]
         loc: Loc = ["body", "preset"]
         check(loc, lambda: get_preset(o["preset"]))
@@ -106,23 +100,26 @@ class Assemblers:
                 config["stages"] = screen_stages(config["stages"], self.config, self.priors)
             if "preset" in o["config"]:
                 check(["body", "config", "preset"], lambda: get_preset(str(o["config"]["preset"])))
-        pipeline = check(loc, lambda: pipeline_from_config(config, order=o["order"], format=o["format"]))
+        pipeline = check(loc, lambda: pipeline_from_config(config), fields=False)  # loc: within the config
+        pipeline = check(loc, lambda: with_overrides(pipeline, order=o["order"], format=o["format"]))
         vet_pipeline(pipeline, o, self.config)
         zones_loc: Loc = ["body", "output_tokens"] if o["output_tokens"] is not None else ["body", "model"]
+        options = {k: o.get(k) for k in _OPTION_FIELDS - {"model", "tokenizer", "format", "order"} if k in o}
+        spec: dict[str, Any] = {**options, "model": o["model"] or None, "tokenizer": o["tokenizer"] or None}
         return check(  # type: ignore[no-any-return]
-            zones_loc if model is not None else loc,
-            lambda: AssemblerSpec(
-                pipeline,
-                model=model,
-                budget=o["budget_hint"],
-                tokenizer=tokenizer,
-                system=o["system"],
-                history_tokens=o["history_tokens"],
-                output_tokens=o["output_tokens"],
-                buffer_tokens=o["buffer_tokens"],
-                fusion=o.get("fusion"),
-                tool_tokens=o.get("tool_tokens", 0),
-                tool_policy=o.get("tool_policy", "drop_largest"),
-                stable_order=o.get("stable_order", False),
-            ).build(**self.resources),
+            zones_loc if o["model"] else loc,
+            lambda: Assembler.from_spec(
+                AssemblerSpec(pipeline, budget=o["budget_hint"], **spec), **self.resources
+            ),
         )
+
+
+#: The request fields an assembler option's error can name: the spec's options (its ``loc[0]``, the
+#: same name), less ``config`` (the request's preset/config) and ``budget`` (per request, not the assembler's).
+_OPTION_FIELDS = frozenset(AssemblerSpec.options()) - {"config", "budget"}
+
+
+def _field_loc(exc: BaseException) -> Loc | None:
+    """``body.<option>`` when the error's ``loc`` names an assembler option, else None."""
+    loc: tuple[str | int, ...] = getattr(exc, "loc", ())
+    return ["body", str(loc[0])] if loc and loc[0] in _OPTION_FIELDS else None

@@ -24,7 +24,7 @@ class Runner:
     again (test clients, schemathesis run the lifespan per session), so it is made again then.
 
     When the timeout passes (or the request goes away), the work is cancelled: the
-    pipeline stops at its next stage boundary (:func:`contextwright.pipeline.cancel_on`),
+    pipeline stops at its next stage boundary (:func:`contextwright.assembly.loop.cancel_on`),
     so an abusive request does not keep a thread busy after its 504.
     """
 

@@ -260,7 +260,7 @@ def with_expansion(
     neighbours are added before dedup, grouping and the budget see the chunks.
 
     Args:
-        pipeline: A :class:`~contextwright.pipeline.Pipeline`.
+        pipeline: A :class:`~contextwright.assembly.pipeline.Pipeline`.
         window: Neighbours on each side (0-3).
         factor: Score multiplier of an expanded chunk (``None``: keep the
             existing stage's, or the default 0.5).

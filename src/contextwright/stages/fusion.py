@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Literal
 
 from contextwright.core.errors import ConfigError, InputError
 from contextwright.core.limits import bounded
+from contextwright.inputs.frameworks import read_item
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.report import Change, Drop, StageReport, StageResult
@@ -226,7 +227,7 @@ def _parsed(
             raise InputError(f"list names must be non-empty strings; got {name!r}.")
         blank: list[Drop] | None = [] if empty is not None else None
         try:
-            parsed[name] = chunks_from_dicts(items, empty=blank)
+            parsed[name] = chunks_from_dicts(items, empty=blank, read=read_item)
         except InputError as exc:
             raise InputError(f"lists[{name!r}]: {exc}") from None
         if empty is not None and blank:
