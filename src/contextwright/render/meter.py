@@ -73,6 +73,16 @@ class Meter:
             and self.format.additive
         )
 
+    def scratch(self) -> Meter:
+        """A meter for texts that are only tried (candidate cuts), with its own memo.
+
+        The same format and tokenizer, so it counts exactly as this one does; but what it
+        renders is forgotten with it, so a search over many candidate cuts of a long chunk
+        leaves none of them in the pipeline's body and header caches (issue 31: 1 GB of
+        tried texts after one request).
+        """
+        return Meter(self.format, self.tokenizer)
+
     def body(self, chunk: Chunk) -> str:
         """The rendered body of ``chunk`` (memoized by text)."""
         body = self.bodies.get(chunk.text)
