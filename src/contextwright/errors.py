@@ -7,6 +7,7 @@ from contextwright.core.errors import BudgetError as BudgetError
 from contextwright.core.errors import CompressionError as CompressionError
 from contextwright.core.errors import ConfigError as ConfigError
 from contextwright.core.errors import ContextwrightError as ContextwrightError
+from contextwright.core.errors import DeadlineExceeded as DeadlineExceeded
 from contextwright.core.errors import HistoryBudgetError as HistoryBudgetError
 from contextwright.core.errors import InputError as InputError
 from contextwright.core.errors import LLMError as LLMError

@@ -13,6 +13,7 @@ from contextwright.assembly.loop import check_cancelled
 from contextwright.assembly.pipeline import Pipeline, Plan
 from contextwright.assembly.presets import pipeline_from_config
 from contextwright.core.caches import clear_all
+from contextwright.core.cancel import cancel_on
 from contextwright.core.errors import ConfigError, InputError, did_you_mean
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
@@ -182,6 +183,7 @@ class Assembler:
         tools: Sequence[Mapping[str, str]] | None = None,
         session: str | None = None,
         previous: AssembledContext | Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
     ) -> AssembledContext:
         """Assemble one context.
 
@@ -206,13 +208,21 @@ class Assembler:
                 ``stable_order`` its surviving blocks come first, in order;
                 ``report.stable_prefix_tokens`` says how many tokens of the
                 new text equal its prefix.
+            timeout_s: Stop after this many seconds of work (None: no limit). The
+                stages check between and inside their long loops
+                (:mod:`contextwright.core.cancel`), so the call returns within a
+                fraction of a second of its deadline.
 
         Raises:
             ConfigError: ``history`` or ``tools`` given but the assembler has no zone for them.
             HistoryBudgetError: the system messages and latest user turn alone exceed it.
+            DeadlineExceeded: ``timeout_s`` passed (also a :class:`TimeoutError`).
         """
         check_number(budget, "budget", MAX_BUDGET_TOKENS, where="assemble")
-        with span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp:
+        with (
+            cancel_on(timeout_s=timeout_s),
+            span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp,
+        ):
             trimmed = self._history(history, summarizer)
             fitted = self._tools(tools)
             previous = self._previous(session, previous)
@@ -290,6 +300,7 @@ class Assembler:
         tools: Sequence[Mapping[str, str]] | None = None,
         session: str | None = None,
         previous: AssembledContext | Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
     ) -> AssembledContext:
         """:meth:`assemble` for asyncio applications: the same bytes, without blocking the event loop.
 
@@ -304,7 +315,10 @@ class Assembler:
         import asyncio
 
         check_number(budget, "budget", MAX_BUDGET_TOKENS, where="aassemble")
-        with span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp:
+        with (
+            cancel_on(timeout_s=timeout_s),  # a context variable: it follows the work into to_thread
+            span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp,
+        ):
             trimmed = (
                 await asyncio.to_thread(self._history, history, summarizer) if history is not None else None
             )
@@ -484,6 +498,7 @@ def assemble(
     history: Sequence[Mapping[str, str]] | None = None,
     tools: Sequence[Mapping[str, str]] | None = None,
     previous: AssembledContext | Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
     **options: Any,
 ) -> AssembledContext:
     """Turn ranked chunks into the context an LLM reads, within a token budget.
@@ -504,6 +519,8 @@ def assemble(
             (pass it in ``options``); see :meth:`Assembler.assemble`.
         tools: Tool outputs, fitted to ``tool_tokens`` (pass it in ``options``).
         previous: The previous turn's context, for ``stable_order=True``.
+        timeout_s: Stop the assembly after this many seconds of work
+            (:class:`~contextwright.core.errors.DeadlineExceeded`, a :class:`TimeoutError`).
         **options: Further :class:`Assembler` options (``output_tokens``,
             ``system``, ``store``, ...).
 
@@ -524,7 +541,9 @@ def assemble(
     assembler = Assembler(
         preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
     )
-    return assembler.assemble(query, chunks, history=history, tools=tools, previous=previous)
+    return assembler.assemble(
+        query, chunks, history=history, tools=tools, previous=previous, timeout_s=timeout_s
+    )
 
 
 async def aassemble(
@@ -540,6 +559,7 @@ async def aassemble(
     history: Sequence[Mapping[str, str]] | None = None,
     tools: Sequence[Mapping[str, str]] | None = None,
     previous: AssembledContext | Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
     **options: Any,
 ) -> AssembledContext:
     """:func:`assemble` for asyncio: the same arguments and result (see :meth:`Assembler.aassemble`).
@@ -564,7 +584,9 @@ async def aassemble(
             preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order, **options
         )
     )
-    return await assembler.aassemble(query, chunks, history=history, tools=tools, previous=previous)
+    return await assembler.aassemble(
+        query, chunks, history=history, tools=tools, previous=previous, timeout_s=timeout_s
+    )
 
 
 _ASSEMBLER_OPTIONS = (
@@ -590,6 +612,7 @@ _ASSEMBLE_ARGS = (
     "history",
     "tools",
     "previous",
+    "timeout_s",
     *_ASSEMBLER_OPTIONS,
 )
 
