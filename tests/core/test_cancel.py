@@ -87,18 +87,35 @@ def _overflowing() -> list[Chunk]:
     return [Chunk(id="a", text="Hi there. " * 3000, score=0.9), Chunk(id="b", text="Hello. Fine.", score=0.5)]
 
 
+def _primed(chunks: list[Chunk]) -> Meter:
+    """A meter that has counted the chunks already (counting checks too: see below)."""
+    meter = _meter()
+    meter.prime(chunks)
+    return meter
+
+
 def test_compress_checks_inside_its_work() -> None:
     """Called directly (no stage loop around it), compress itself notices the cancellation."""
     stage = ExtractiveCompress(whole_share=1.0)
+    chunks = _overflowing()
+    meter = _primed(chunks)
     with cancel_on(_set_event()), pytest.raises(AssemblyCancelled, match="'compress'"):
-        stage(_overflowing(), query="what is this question", meter=_meter(), budget=500)
+        stage(chunks, query="what is this question", meter=meter, budget=500)
 
 
 @pytest.mark.parametrize("policy", ["fill", "greedy", "truncate"])
 def test_token_budget_checks_inside_its_work(policy: str) -> None:
     stage = TokenBudget(policy=policy)
+    chunks = _overflowing()
+    meter = _primed(chunks)
     with cancel_on(_set_event()), pytest.raises(AssemblyCancelled, match="'token_budget'"):
-        stage(_overflowing(), meter=_meter(), budget=500, query="what is this question")
+        stage(chunks, meter=meter, budget=500, query="what is this question")
+
+
+def test_counting_checks_between_batches() -> None:
+    """Counting runs in native code no check interrupts; the meter checks before each batch."""
+    with cancel_on(_set_event()), pytest.raises(AssemblyCancelled, match="counting tokens"):
+        _meter().prime(_overflowing())
 
 
 def test_without_cancellation_the_stages_run_as_before() -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from contextwright.core.errors import AssemblyCancelled, ConfigError, DeadlineExceeded
 
-__all__ = ["CHECK_EVERY", "cancel_on", "check_cancelled"]
+__all__ = ["CHECK_EVERY", "Pace", "cancel_on", "check_cancelled"]
 
 #: How many cheap steps (a sentence, a chunk) a hot loop takes between two checks.
 CHECK_EVERY = 1024
@@ -112,3 +112,30 @@ def check_cancelled(where: str) -> None:
             f"assembly stopped at {where!r}: it ran past its deadline (timeout_s={stop.timeout_s:g}); "
             "send fewer or shorter chunks, a simpler config, or a longer timeout_s."
         )
+
+
+class Pace:
+    """Checks every ``every`` units of work, for loops whose steps differ in size.
+
+    A loop over sentences or terms calls :meth:`step` with each step's size (its terms,
+    its characters); the check runs once that much work has been done since the last.
+
+    Example:
+        >>> pace = Pace("compress")
+        >>> for doc in docs:
+        ...     pace.step(len(doc))
+        ...     counts.append(Counter(doc))
+    """
+
+    __slots__ = ("_every", "_left", "where")
+
+    def __init__(self, where: str, every: int = 65_536) -> None:
+        self.where = where
+        self._every = every
+        self._left = 0  # the first step checks
+
+    def step(self, size: int = 1) -> None:
+        self._left -= size
+        if self._left <= 0:
+            self._left = self._every
+            check_cancelled(self.where)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.core.cancel import CHECK_EVERY, check_cancelled
+from contextwright.core.cancel import CHECK_EVERY, Pace, check_cancelled
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.core.search import last_fitting
@@ -72,14 +72,22 @@ class BM25:
 
     def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self.tfs = [Counter(d) for d in docs]
+        pace = Pace("compress")  # a deadline stops it between documents (a chunk's sentences)
+        self.tfs = []
+        for d in docs:
+            pace.step(len(d) + 1)
+            self.tfs.append(Counter(d))
         self.lens = [len(d) for d in docs]
         self.avg = (sum(self.lens) / len(docs)) if docs else 0.0
         df: Counter[str] = Counter()
         for tf in self.tfs:
+            pace.step(len(tf) + 1)
             df.update(tf.keys())
         n = len(docs)
-        self.idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.idf = {}
+        for t, f in df.items():
+            pace.step()
+            self.idf[t] = math.log(1.0 + (n - f + 0.5) / (f + 0.5))
 
     def scores(self, query: Iterable[str]) -> list[float]:
         """The BM25 score of every document for ``query`` (unique terms)."""
@@ -357,7 +365,10 @@ class ExtractiveCompress:
         if plan is None:
             return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
         ranked = plan.ranked
-        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in analyze(c.text)[0]] for c in ranked}
+        split: dict[str, list[_Sentence]] = {}
+        for c in ranked:  # splitting and stemming is most of the work on long chunks: check per chunk
+            check_cancelled(self.name)
+            split[c.id] = [_Sentence(s, e, c.text[s:e]) for s, e in analyze(c.text)[0]]
         texts = {c.id: c.text for c in ranked}
         scorer, idf = self._scorer(query, split, texts, embedder)
         query_terms = frozenset(terms(query))
