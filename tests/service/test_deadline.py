@@ -55,16 +55,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    """``contextwright serve`` with one assembly thread and a 1 s timeout."""
+def _serve(log: Path, timeout_s: float) -> tuple[subprocess.Popen[bytes], str]:
+    """``contextwright serve`` with one assembly thread and the given timeout, once /healthz answers."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("deadline") / "server.log"
     env = {
         **os.environ,
         "CONTEXTWRIGHT_BUDGET": "300",
         "CONTEXTWRIGHT_THREADS": "1",
-        "CONTEXTWRIGHT_TIMEOUT_S": str(TIMEOUT_S),
+        "CONTEXTWRIGHT_TIMEOUT_S": str(timeout_s),
         "CONTEXTWRIGHT_MAX_BODY_BYTES": "8000000",
     }
     cmd = [sys.executable, "-c", "from contextwright.cli import main; main()", "serve", "--port", str(port)]
@@ -73,25 +71,35 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
             [*cmd, "--log-level", "warning"], env=env, stdout=out, stderr=subprocess.STDOUT
         )
     url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode}: {log.read_text()}")
+        try:
+            if httpx.get(url + "/healthz", timeout=0.5).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    _stop(proc)
+    raise AssertionError("server did not answer /healthz within 90 s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"server exited with {proc.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("server did not answer /healthz within 60 s")
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """One assembly thread and a 1 s timeout."""
+    proc, url = _serve(tmp_path_factory.mktemp("deadline") / "server.log", TIMEOUT_S)
+    try:
         yield url, proc.pid
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
 
 
 def _health(c: Any) -> tuple[int, dict[str, Any]]:
@@ -172,3 +180,54 @@ def test_abandoned_work_leaves_no_memory_behind(server: tuple[str, int]) -> None
         grown = _rss_mib(pid) - before
     print(f"RSS {before:.0f} MiB, +{grown:.0f} MiB after 3 more 504s")
     assert grown < 100, f"RSS grew by {grown:.0f} MiB over three abandoned requests"
+
+
+ISSUE_REPRO = {
+    "query": "what is this question",
+    "preset": "tight",
+    "budget": 500,
+    "chunks": [
+        {"id": "a", "text": "Hi there. " * 10_000, "score": 0.9},
+        {"id": "b", "text": "Hello world. This is fine.", "score": 0.5},
+    ],
+}
+
+
+@pytest.mark.timeout(180)
+def test_the_issues_100_kb_tight_request_and_a_burst_of_four_are_answered_in_time(tmp_path: Path) -> None:
+    """Issue 31, on a server with the default 10 s timeout and one thread: this request got its 504
+    after 10 s and burned ~33 s of CPU; four at once filled the worker for ~75 s."""
+    proc, url = _serve(tmp_path / "server.log", 10.0)
+    try:
+        _answer_the_issues_requests(url)
+    finally:
+        _stop(proc)
+
+
+def _answer_the_issues_requests(url: str) -> None:
+    with httpx.Client(base_url=url, timeout=60) as c:
+        start = time.monotonic()
+        r = c.post("/v1/assemble", json=ISSUE_REPRO)
+        assert r.status_code == 200, r.text[:300]
+        assert r.json()["tokens"] <= 500
+        one = time.monotonic() - start
+    codes: list[int] = []
+    start = time.monotonic()
+    burst = [
+        threading.Thread(
+            target=lambda: codes.append(
+                httpx.post(url + "/v1/assemble", json=ISSUE_REPRO, timeout=60).status_code
+            )
+        )
+        for _ in range(4)
+    ]
+    for t in burst:
+        t.start()
+    for t in burst:
+        t.join()
+    four = time.monotonic() - start
+    assert codes == [200] * 4  # one thread: they queue, and each takes a fraction of timeout_s
+    with httpx.Client(base_url=url, timeout=60) as c:
+        _wait_idle(c, within=1.0)
+        assert c.post("/v1/assemble", json=QUICK).status_code == 200
+    print(f"one 100 KB tight request {one:.2f} s; a burst of four {four:.2f} s")
