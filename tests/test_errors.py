@@ -17,6 +17,8 @@ from contextwright.core import errors
         (errors.StoreError, RuntimeError),
         (errors.CompressionError, RuntimeError),
         (errors.AssemblyCancelled, RuntimeError),
+        (errors.DeadlineExceeded, TimeoutError),
+        (errors.DeadlineExceeded, errors.AssemblyCancelled),
         (errors.MissingDependencyError, ImportError),
     ],
 )

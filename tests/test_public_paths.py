@@ -25,7 +25,7 @@ from contextwright import _aliases
 #: old path -> the names it offered before the move (space-separated)
 PATHS: dict[str, str] = {
     "contextwright.types": "AssembledContext Change Chunk Citation Drop DropReason Report StageReport StageResult chunks_from_dicts",
-    "contextwright.errors": "AssemblyCancelled BudgetError HistoryBudgetError CompressionError ConfigError ContextwrightError InputError LLMError MissingDependencyError StoreError TokenizerError did_you_mean missing_extra",
+    "contextwright.errors": "AssemblyCancelled BudgetError HistoryBudgetError CompressionError ConfigError ContextwrightError DeadlineExceeded InputError LLMError MissingDependencyError StoreError TokenizerError did_you_mean missing_extra",
     "contextwright.budget": "ModelSpec ZoneBudget get_model list_models register_model",
     "contextwright.limits": "DEFAULT_BOUND MAX_BUDGET_TOKENS Bound bound_of bounded bounds_table check_number check_settings numeric_settings stage_work",
     "contextwright.sentences": "sentences split_sentences",

@@ -14,6 +14,7 @@ from contextwright.assembly.pipeline import Pipeline, Plan
 from contextwright.assembly.presets import pipeline_from_config, with_overrides
 from contextwright.assembly.spec import DEFAULT_BUFFER, AssemblerSpec
 from contextwright.core.caches import clear_all
+from contextwright.core.cancel import cancel_on
 from contextwright.core.errors import ConfigError, InputError, did_you_mean, located
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
@@ -219,6 +220,7 @@ class Assembler:
         tools: Sequence[Mapping[str, str]] | None = None,
         session: str | None = None,
         previous: AssembledContext | Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
     ) -> AssembledContext:
         """Assemble one context.
 
@@ -243,13 +245,21 @@ class Assembler:
                 ``stable_order`` its surviving blocks come first, in order;
                 ``report.stable_prefix_tokens`` says how many tokens of the
                 new text equal its prefix.
+            timeout_s: Stop after this many seconds of work (None: no limit). The
+                stages check between and inside their long loops
+                (:mod:`contextwright.core.cancel`), so the call returns within a
+                fraction of a second of its deadline.
 
         Raises:
             ConfigError: ``history`` or ``tools`` given but the assembler has no zone for them.
             HistoryBudgetError: the system messages and latest user turn alone exceed it.
+            DeadlineExceeded: ``timeout_s`` passed (also a :class:`TimeoutError`).
         """
         check_number(budget, "budget", MAX_BUDGET_TOKENS, where="assemble")
-        with span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp:
+        with (
+            cancel_on(timeout_s=timeout_s),
+            span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp,
+        ):
             trimmed = self._history(history, summarizer)
             fitted = self._tools(tools)
             previous = self._previous(session, previous)
@@ -327,6 +337,7 @@ class Assembler:
         tools: Sequence[Mapping[str, str]] | None = None,
         session: str | None = None,
         previous: AssembledContext | Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
     ) -> AssembledContext:
         """:meth:`assemble` for asyncio applications: the same bytes, without blocking the event loop.
 
@@ -341,7 +352,10 @@ class Assembler:
         import asyncio
 
         check_number(budget, "budget", MAX_BUDGET_TOKENS, where="aassemble")
-        with span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp:
+        with (
+            cancel_on(timeout_s=timeout_s),  # a context variable: it follows the work into to_thread
+            span("contextwright.assemble", **{"contextwright.assembly.pipeline": self.pipeline.name}) as sp,
+        ):
             trimmed = (
                 await asyncio.to_thread(self._history, history, summarizer) if history is not None else None
             )
@@ -506,6 +520,7 @@ def assemble(
     history: Sequence[Mapping[str, str]] | None = None,
     tools: Sequence[Mapping[str, str]] | None = None,
     previous: AssembledContext | Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
     **options: Any,
 ) -> AssembledContext:
     """Turn ranked chunks into the context an LLM reads, within a token budget.
@@ -526,6 +541,8 @@ def assemble(
             (pass it in ``options``); see :meth:`Assembler.assemble`.
         tools: Tool outputs, fitted to ``tool_tokens`` (pass it in ``options``).
         previous: The previous turn's context, for ``stable_order=True``.
+        timeout_s: Stop the assembly after this many seconds of work
+            (:class:`~contextwright.core.errors.DeadlineExceeded`, a :class:`TimeoutError`).
         **options: Further :class:`Assembler` options (``output_tokens``,
             ``system``, ``store``, ...).
 
@@ -538,7 +555,9 @@ def assemble(
     """
     named = {"model": model, "budget": budget, "tokenizer": tokenizer, "format": format, "order": order}
     assembler = _for_call("assemble", preset, {**named, **options})
-    return assembler.assemble(query, chunks, history=history, tools=tools, previous=previous)
+    return assembler.assemble(
+        query, chunks, history=history, tools=tools, previous=previous, timeout_s=timeout_s
+    )
 
 
 async def aassemble(
@@ -554,6 +573,7 @@ async def aassemble(
     history: Sequence[Mapping[str, str]] | None = None,
     tools: Sequence[Mapping[str, str]] | None = None,
     previous: AssembledContext | Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
     **options: Any,
 ) -> AssembledContext:
     """:func:`assemble` for asyncio: the same arguments and result (see :meth:`Assembler.aassemble`).
@@ -568,7 +588,9 @@ async def aassemble(
 
     named = {"model": model, "budget": budget, "tokenizer": tokenizer, "format": format, "order": order}
     assembler = await asyncio.to_thread(_for_call, "aassemble", preset, {**named, **options})
-    return await assembler.aassemble(query, chunks, history=history, tools=tools, previous=previous)
+    return await assembler.aassemble(
+        query, chunks, history=history, tools=tools, previous=previous, timeout_s=timeout_s
+    )
 
 
 #: The options assemble() names in its signature (the others come in ``**options``).
@@ -576,7 +598,17 @@ _NAMED = ("model", "budget", "tokenizer", "format", "order")
 #: What ``assemble(**options)`` accepts: the spec's options, less ``config`` (``preset=``) and the named ones.
 _ASSEMBLER_OPTIONS = tuple(o for o in AssemblerSpec.options() if o not in ("config", *_NAMED))
 _ASSEMBLER_ARGS = AssemblerSpec.options()
-_ASSEMBLE_ARGS = ("query", "chunks", "preset", *_NAMED, "history", "tools", "previous", *_ASSEMBLER_OPTIONS)
+_ASSEMBLE_ARGS = (
+    "query",
+    "chunks",
+    "preset",
+    *_NAMED,
+    "history",
+    "tools",
+    "previous",
+    "timeout_s",
+    *_ASSEMBLER_OPTIONS,
+)
 
 
 def _for_call(where: str, preset: Any, given: Mapping[str, Any]) -> Assembler:

@@ -7,54 +7,26 @@ check before each, what each receives (its ``requires`` and the ``optional``
 resources present), its span, and its report with the pipeline's token counts
 and time. Before this module the two loops had drifted: only the sync one
 opened a span per stage, and only it checked cancellation before the render.
+Cancellation itself (:func:`cancel_on`, :func:`check_cancelled`, re-exported
+here) is :mod:`contextwright.core.cancel`'s, so stages can check inside their
+loops too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from contextwright.core.errors import AssemblyCancelled, ConfigError
+from contextwright.core.cancel import cancel_on, check_cancelled
+from contextwright.core.errors import ConfigError
 from contextwright.core.telemetry import NO_SPAN, span, tracing
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import StageReport, StageResult
 from contextwright.stages.fusion import Fuse
 
 __all__ = ["StageLoop", "cancel_on", "check_cancelled"]
-
-_cancel: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cancel", default=None)
-
-
-@contextlib.contextmanager
-def cancel_on(event: threading.Event) -> Iterator[None]:
-    """Within this block, pipelines stop at the next stage boundary once ``event`` is set.
-
-    Cooperative cancellation: a stage runs to its end, then the pipeline checks
-    the event before the next stage and before the render, and raises
-    :class:`~contextwright.core.errors.AssemblyCancelled`. The service sets the event
-    when a request passes ``timeout_s``, so the worker thread is freed.
-
-    Example:
-        >>> stop = threading.Event()
-        >>> with cancel_on(stop):
-        ...     ctx = assembler.assemble(query, chunks)   # another thread may call stop.set()
-    """
-    token = _cancel.set(event)
-    try:
-        yield
-    finally:
-        _cancel.reset(token)
-
-
-def check_cancelled(before: str) -> None:
-    """Raise :class:`AssemblyCancelled` when the event of :func:`cancel_on` is set."""
-    event = _cancel.get()
-    if event is not None and event.is_set():
-        raise AssemblyCancelled(f"assembly cancelled before {before!r} (its deadline passed).")
 
 
 def needs_of(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ us::
     ├── TokenizerError(RuntimeError)  a tokenizer cannot be loaded (offline, missing file)
     ├── StoreError(RuntimeError)      a chunk store failed or timed out
     ├── CompressionError(RuntimeError) a compressor failed (callers fall back)
-    ├── AssemblyCancelled(RuntimeError) stopped at a stage boundary (deadline passed)
+    ├── AssemblyCancelled(RuntimeError) stopped from outside (core.cancel: its request was cancelled)
+    │   └── DeadlineExceeded(TimeoutError)  stopped because its timeout_s passed
     ├── LLMError(RuntimeError)        a model endpoint failed or replied with no chat completion
     └── MissingDependencyError(ImportError)  an optional extra is not installed
 
@@ -35,6 +36,7 @@ __all__ = [
     "CompressionError",
     "ConfigError",
     "ContextwrightError",
+    "DeadlineExceeded",
     "InputError",
     "LLMError",
     "MissingDependencyError",
@@ -94,7 +96,18 @@ class CompressionError(ContextwrightError, RuntimeError):
 
 
 class AssemblyCancelled(ContextwrightError, RuntimeError):
-    """An assembly was cancelled (its deadline passed) and stopped at a stage boundary."""
+    """An assembly was cancelled from outside and stopped at its next check (:mod:`contextwright.core.cancel`).
+
+    The checks run before every stage and inside the loops of the stages whose work grows
+    with the input, so a cancelled assembly frees its thread within a fraction of a second.
+    """
+
+
+class DeadlineExceeded(AssemblyCancelled, TimeoutError):
+    """An assembly ran past its ``timeout_s`` and stopped at its next check.
+
+    Also a :class:`TimeoutError`, so ``except TimeoutError`` catches it; the HTTP service answers 504.
+    """
 
 
 class LLMError(ContextwrightError, RuntimeError):

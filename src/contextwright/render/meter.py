@@ -13,11 +13,15 @@ import string
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contextwright.core.cancel import check_cancelled
 from contextwright.model.chunk import Chunk
 from contextwright.render.format import Format, join_pieces
 from contextwright.tokens import CachedTokenizer
 
-__all__ = ["Meter"]
+__all__ = ["BATCH_CHARS", "Meter"]
+
+#: Characters counted in one tokenizer call between two cancellation checks.
+BATCH_CHARS = 1 << 18
 
 _ASCII_PUNCTUATION = frozenset(string.punctuation)  # none is whitespace, a letter or a digit
 _UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
@@ -73,6 +77,16 @@ class Meter:
             and self.format.additive
         )
 
+    def scratch(self) -> Meter:
+        """A meter for texts that are only tried (candidate cuts), with its own memo.
+
+        The same format and tokenizer, so it counts exactly as this one does; but what it
+        renders is forgotten with it, so a search over many candidate cuts of a long chunk
+        leaves none of them in the pipeline's body and header caches (issue 31: 1 GB of
+        tried texts after one request).
+        """
+        return Meter(self.format, self.tokenizer)
+
     def body(self, chunk: Chunk) -> str:
         """The rendered body of ``chunk`` (memoized by text)."""
         body = self.bodies.get(chunk.text)
@@ -90,10 +104,21 @@ class Meter:
         return n
 
     def count_all(self, texts: Iterable[str]) -> None:
-        """Count many strings at once (one batch for the tokenizer)."""
+        """Count many strings at once (batches of about :data:`BATCH_CHARS` characters for the tokenizer).
+
+        Between batches the assembly's deadline is checked (:mod:`contextwright.core.cancel`):
+        a batch is counted in native code that no check can interrupt, and 2 MB of chunks
+        take about half a second.
+        """
         pending = [t for t in dict.fromkeys(texts) if t not in self._counts]
-        if pending:
-            self._counts.update(zip(pending, self.tokenizer.count_many(pending), strict=True))
+        start, size = 0, 0
+        for i, text in enumerate(pending):
+            size += len(text)
+            if size >= BATCH_CHARS or i == len(pending) - 1:
+                check_cancelled("counting tokens")
+                batch = pending[start : i + 1]
+                self._counts.update(zip(batch, self.tokenizer.count_many(batch), strict=True))
+                start, size = i + 1, 0
 
     def prime(self, chunks: Sequence[Chunk]) -> None:
         """Count the bodies of ``chunks`` in one batch."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from contextwright.core.errors import did_you_mean
+from contextwright.core.errors import AssemblyCancelled, did_you_mean
 from contextwright.service.schemas import Problem, dumps
 
 if TYPE_CHECKING:
@@ -304,6 +304,7 @@ def add_handlers(app: FastAPI) -> None:
     app.exception_handler(RequestValidationError)(on_validation)
     app.exception_handler(StarletteHTTPException)(on_http)
     app.exception_handler(Failure)(on_failure)
+    app.exception_handler(AssemblyCancelled)(on_cancelled)
     app.exception_handler(Exception)(on_crash)
 
 
@@ -381,6 +382,15 @@ async def on_http(request: Request, exc: StarletteHTTPException) -> Any:
 async def on_failure(request: Request, exc: Failure) -> Any:
     """A :class:`Failure` as its problem."""
     return problem_response(problem_body(exc.status, exc.code, exc.detail, loc=exc.loc))
+
+
+async def on_cancelled(request: Request, exc: AssemblyCancelled) -> Any:
+    """504 for library work stopped by its deadline (``DeadlineExceeded``) or cancelled, wherever it ran.
+
+    Assemblies reach it as the runner's own 504; this covers library work a route runs itself.
+    """
+    detail = f"{exc} (timeout_s)" if "timeout_s" not in str(exc) else str(exc)
+    return problem_response(problem_body(504, "timeout", detail))
 
 
 async def on_crash(request: Request, exc: Exception) -> Any:  # a bug, not bad input

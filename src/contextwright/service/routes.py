@@ -286,7 +286,7 @@ def add_routes(
     VALID_KEYS["/v1/assemble"] = sorted(models.AssembleRequest.model_fields)
     VALID_KEYS["/v1/citations/resolve"] = sorted(models.ResolveRequest.model_fields)
     add_work_routes(app, cfg, models, assemblers, metrics, runner)
-    add_probe_routes(app, assemblers, metrics, lifecycle)
+    add_probe_routes(app, assemblers, metrics, lifecycle, runner)
     add_inspector_route(app, cfg)
 
 
@@ -322,24 +322,33 @@ def add_work_routes(
         return Response(resolve(req), media_type="application/json")
 
 
-def add_probe_routes(app: "FastAPI", assemblers: Assemblers, metrics: Metrics, lifecycle: Lifecycle) -> None:
+def add_probe_routes(
+    app: "FastAPI", assemblers: Assemblers, metrics: Metrics, lifecycle: Lifecycle, runner: Runner
+) -> None:
     """``GET /healthz`` (the version is the app's, set by create_app) and ``GET /metrics``."""
 
     @app.get(
         "/healthz",
         response_model=Health,
-        responses={503: {"model": Health, "description": "Draining after SIGTERM."}},
-        summary="Liveness (and readiness: 503 while draining)",
+        responses={
+            503: {"model": Health, "description": "Busy (every assembly thread computing) or draining."}
+        },
+        summary="Readiness: 200 ok; 503 busy while every assembly thread computes, or draining",
     )
     async def healthz() -> Any:
+        load = runner.load()
+        status = "draining" if lifecycle.draining else "busy" if load.saturated else "ok"
         body = {
-            "status": "draining" if lifecycle.draining else "ok",
+            "status": status,
             "version": app.version,
             "assemblers": len(assemblers),
-            "in_flight": lifecycle.in_flight,
+            "in_flight": lifecycle.in_flight + load.abandoned,
+            "threads": load.threads,
+            "busy_threads": load.busy,
+            "queued": load.queued,
         }
         return Response(
-            dumps(body), status_code=503 if lifecycle.draining else 200, media_type="application/json"
+            dumps(body), status_code=200 if status == "ok" else 503, media_type="application/json"
         )
 
     @app.get(

@@ -1,20 +1,45 @@
-"""Where assemblies run: a thread pool, with the per-request timeout and cancellation."""
+"""Where assemblies run: a thread pool, with the per-request deadline, cancellation and load."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from contextwright.assembly.loop import cancel_on
+from contextwright.core.cancel import cancel_on, check_cancelled
 from contextwright.core.errors import AssemblyCancelled
 from contextwright.service.metrics import Metrics
 from contextwright.service.problems import Failure
 from contextwright.service.settings import ServiceConfig
 
-__all__ = ["Runner"]
+__all__ = ["Load", "Runner"]
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """What the pool is doing now (``/healthz``).
+
+    Attributes:
+        threads: The pool's size (``threads``).
+        busy: Threads computing an assembly.
+        queued: Assemblies waiting for a thread.
+        abandoned: Assemblies still running or queued after their request was answered
+            (504, or the client went away); they stop at their next check.
+    """
+
+    threads: int
+    busy: int
+    queued: int
+    abandoned: int
+
+    @property
+    def saturated(self) -> bool:
+        """Every thread is computing: a new request would wait in the queue."""
+        return self.busy >= self.threads
 
 
 class Runner:
@@ -23,15 +48,22 @@ class Runner:
     The pool is made on first use and shut down when the app stops; an app can be started
     again (test clients, schemathesis run the lifespan per session), so it is made again then.
 
-    When the timeout passes (or the request goes away), the work is cancelled: the
-    pipeline stops at its next stage boundary (:func:`contextwright.assembly.loop.cancel_on`),
-    so an abusive request does not keep a thread busy after its 504.
+    The work runs under :func:`contextwright.core.cancel.cancel_on` with the request's
+    deadline (``timeout_s`` from when it was submitted, queueing included) and an event set
+    when the request is answered without it (its 504, or its client gone). The stages check
+    both between and inside their long loops, so a request past its deadline frees its
+    thread within a fraction of a second, whether or not the event loop has got round to
+    its 504 yet. :meth:`load` counts busy threads, the queue and abandoned work.
     """
 
     def __init__(self, cfg: ServiceConfig, metrics: Metrics) -> None:
         self.cfg = cfg
         self.metrics = metrics
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._queued = 0
+        self._abandoned = 0
 
     def executor(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
@@ -40,19 +72,31 @@ class Runner:
             )
         return self._pool
 
+    def load(self) -> Load:
+        with self._lock:
+            return Load(self.cfg.threads, self._busy, self._queued, self._abandoned)
+
     async def run(self, fn: Callable[[], Any]) -> Any:
         """``fn()`` in a pool thread; a :class:`Failure` (504) after ``timeout_s``."""
         stop = threading.Event()
+        deadline = time.monotonic() + self.cfg.timeout_s
 
         def work() -> Any:
-            with cancel_on(stop):
-                return fn()
+            self._count(queued=-1, busy=1)
+            try:
+                # what is left of the request's timeout after its wait in the queue
+                with cancel_on(stop, timeout_s=max(deadline - time.monotonic(), 1e-6)):
+                    check_cancelled("the start of the assembly")
+                    return fn()
+            finally:
+                self._count(busy=-1)
 
+        self._count(queued=1)
         future = self.executor().submit(work)
-        future.add_done_callback(self._count_cancelled)
+        future.add_done_callback(self._done)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.cfg.timeout_s)
-        except TimeoutError:
+        except TimeoutError:  # asyncio's, or the assembly's own DeadlineExceeded (a TimeoutError)
             self.metrics.timeouts.inc()
             raise Failure(
                 504,
@@ -62,11 +106,21 @@ class Runner:
             ) from None
         finally:
             if not future.done():
-                stop.set()  # the pipeline stops at its next stage boundary
-                future.cancel()  # or never starts, if it is still queued
+                stop.set()  # the assembly stops at its next check
+                if not future.cancel():  # running: count it until it has stopped
+                    self._count(abandoned=1)
+                    future.add_done_callback(lambda _: self._count(abandoned=-1))
 
-    def _count_cancelled(self, future: concurrent.futures.Future[Any]) -> None:
-        if not future.cancelled() and isinstance(future.exception(), AssemblyCancelled):
+    def _count(self, *, busy: int = 0, queued: int = 0, abandoned: int = 0) -> None:
+        with self._lock:
+            self._busy += busy
+            self._queued += queued
+            self._abandoned += abandoned
+
+    def _done(self, future: concurrent.futures.Future[Any]) -> None:
+        if future.cancelled():
+            self._count(queued=-1)  # cancelled before it started: work() never ran
+        elif isinstance(future.exception(), AssemblyCancelled):
             self.metrics.cancelled.inc()
 
     def shutdown(self) -> None:

@@ -241,10 +241,20 @@ class Problem(BaseModel):
 
 
 class Health(BaseModel):
-    status: str = Field(description="ok, or draining after SIGTERM (then the status code is 503).")
+    status: str = Field(
+        description="ok; busy while every assembly thread is computing (a new request would queue); "
+        "draining after SIGTERM. The status code is 503 when busy or draining: a readiness signal."
+    )
     version: str
     assemblers: int = Field(description="Assemblers built and cached in this worker process.")
-    in_flight: int = Field(0, description="Requests being answered by this worker process.")
+    in_flight: int = Field(
+        0,
+        description="Requests being answered by this worker process, plus assemblies still running "
+        "after their request was answered (504); they stop at their next check.",
+    )
+    threads: int = Field(0, description="Assembly threads of this worker process (threads).")
+    busy_threads: int = Field(0, description="Assembly threads computing now.")
+    queued: int = Field(0, description="Assemblies waiting for a thread.")
 
 
 # -- requests (limits from the app's settings) ---------------------------------------

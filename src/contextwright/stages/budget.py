@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
+from contextwright.core.cancel import CHECK_EVERY, check_cancelled
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
+from contextwright.core.search import last_fitting
 from contextwright.core.sentences import split_sentences
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import Change, Drop, StageResult
@@ -157,7 +159,9 @@ class TokenBudget:
         docs: set[str] = set()
         stopped = False
         truncated = False
-        for c in by_relevance(chunks):
+        for k, c in enumerate(by_relevance(chunks)):
+            if k % CHECK_EVERY == 0:
+                check_cancelled(self.name)
             if meter.tokens(c) > room and self.policy != "truncate":
                 # Its body alone does not fit: no need to price its header.
                 skipped.append(c)
@@ -206,10 +210,12 @@ class TokenBudget:
         lead = len(c.text) - len(c.text.lstrip())
         ends = sentence_ends(text)[:-1]  # the full text does not fit
         lo, hi, best = 0, len(ends) - 1, None
+        scratch = meter.scratch()  # the prefixes tried stay out of the pipeline's caches
         while lo <= hi:  # the largest prefix that fits; costs grow with length
+            check_cancelled(self.name)
             mid = (lo + hi) // 2
             cand = c.with_ops("truncated", text=text[: ends[mid]])
-            cost = meter.tokens(cand)
+            cost = scratch.tokens(cand)
             if cost + overhead <= room:
                 best, lo = (cand, cost), mid + 1
             else:
@@ -225,7 +231,9 @@ class TokenBudget:
         changes: list[Change] = []
         docs: set[str] = set()
         relevance: _Relevance | None = None
-        for c in by_relevance(chunks):
+        for k, c in enumerate(by_relevance(chunks)):
+            if k % CHECK_EVERY == 0:
+                check_cancelled(self.name)
             key = c.group_key
             doc = meter.header_once(c, docs)
             if meter.tokens(c) <= room:
@@ -390,34 +398,91 @@ def _best_window(
     best: tuple[float, int, int] | None = None
     best_ij = (0, 0)
     last = len(spans) - 1
+    window = _Terms(len(relevance.idf))  # the query terms of sentences i..j, kept as j and i move
     j = -1
     for i in range(len(spans)):
+        if i % CHECK_EVERY == 0:
+            check_cancelled("token_budget")
+        if j >= i - 1 >= 0:
+            window.leave(masks[i - 1])
         j = max(j, i - 1)
         stop = last - 1 if i == 0 else last  # the whole text did not fit as a block
         while j < stop and size(i, j + 1) <= limit:
             j += 1
+            window.enter(masks[j])
         if j < i:
             continue  # nothing from i fits
-        bits = 0
-        for m in masks[i : j + 1]:
-            bits |= m
-        key = (relevance.weight(bits), size(i, j), -i)
+        key = (relevance.weight(window.bits), size(i, j), -i)
         if best is None or key > best:
             best, best_ij = key, (i, j)
     if best is not None and best[1] >= min_tokens:
         i, j = best_ij
-        while True:
-            a, b = spans[i][0], spans[j][1]
-            out = c.with_ops("truncated", text=text[a:b], spans=compose(c, [(a, b)]))
-            if meter.block_cost(out, n) <= room or j == i:
-                break
-            j -= 1  # the estimate was short: give up the window's last sentence
+        out, j = _fit_window(c, meter, spans, (i, j), room, n)
         if meter.block_cost(out, n) <= room and meter.tokens(out) >= min_tokens:
             return out, (
                 f"cut to fit the {room} tokens left: sentences {i + 1}-{j + 1} of {len(spans)}, "
                 f"the window most relevant to the query ({len(out.text)} of {len(text)} characters)"
             )
     return _word_window(c, meter, room, limit, n, relevance, min_tokens)
+
+
+class _Terms:
+    """The query terms of a sliding window of sentences, as a bit set: each term's count in it.
+
+    A window's terms were the OR of its sentences' masks, recomputed for each start ``i``:
+    O(window) per start, quadratic when a large budget holds thousands of short sentences
+    (issue 31). Counting lets a sentence leave the window as cheaply as it entered.
+    """
+
+    __slots__ = ("_counts", "bits")
+
+    def __init__(self, terms: int) -> None:
+        self.bits = 0
+        self._counts = [0] * terms
+
+    def enter(self, mask: int) -> None:
+        while mask:
+            low = mask & -mask
+            k = low.bit_length() - 1
+            self._counts[k] += 1
+            self.bits |= low
+            mask ^= low
+
+    def leave(self, mask: int) -> None:
+        while mask:
+            low = mask & -mask
+            k = low.bit_length() - 1
+            self._counts[k] -= 1
+            if not self._counts[k]:
+                self.bits &= ~low
+            mask ^= low
+
+
+def _fit_window(
+    c: Chunk, meter: Meter, spans: Sequence[tuple[int, int]], window: tuple[int, int], room: int, n: int
+) -> tuple[Chunk, int]:
+    """Sentences ``i..j`` of ``c`` as a cut block, with as many of the last ones given up as it takes
+    to fit ``room`` (the size estimate can be short: a merge across a sentence boundary, an
+    escape in the rendered body); ``i..i`` when even that does not fit.
+
+    The estimated window is tried first, on ``meter`` (it is nearly always the one kept);
+    shorter ones on a scratch meter, galloping then bisecting: O(log) tries, not one
+    join and count of the window per sentence given up.
+    """
+    i, j = window
+    text = c.text
+    scratch = meter.scratch()
+
+    def cut(last: int) -> Chunk:
+        a, b = spans[i][0], spans[last][1]
+        return c.with_ops("truncated", text=text[a:b], spans=compose(c, [(a, b)]))
+
+    def fits(last: int) -> bool:
+        check_cancelled("token_budget")
+        return (meter if last == j else scratch).block_cost(cut(last), n) <= room
+
+    last = last_fitting(fits, j, i, j)
+    return cut(last), last
 
 
 def _word_window(
@@ -458,12 +523,15 @@ def _word_window(
                 best, at = -off, s
         return at
 
+    scratch = meter.scratch()  # the windows tried stay out of the pipeline's caches
+
     def body_size(s: int, length: int) -> int:
         a, b = words[s][0], words[s + length - 1][1]
-        return meter.tokens(c.with_ops(text=text[a:b]))
+        return scratch.tokens(c.with_ops(text=text[a:b]))
 
     lo, hi, found = 1, len(words) - 1, None
     while lo <= hi:  # the longest window whose best placement fits
+        check_cancelled("token_budget")
         mid = (lo + hi) // 2
         s = best_start(mid)
         if body_size(s, mid) <= limit:

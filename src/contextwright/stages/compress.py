@@ -24,13 +24,15 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from contextwright.core.cancel import CHECK_EVERY, Pace, check_cancelled
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
+from contextwright.core.search import last_fitting
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import Change, Drop, StageResult
 from contextwright.model.spans import compose, join_pieces
@@ -70,14 +72,22 @@ class BM25:
 
     def __init__(self, docs: Sequence[Sequence[str]], *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self.tfs = [Counter(d) for d in docs]
+        pace = Pace("compress")  # a deadline stops it between documents (a chunk's sentences)
+        self.tfs = []
+        for d in docs:
+            pace.step(len(d) + 1)
+            self.tfs.append(Counter(d))
         self.lens = [len(d) for d in docs]
         self.avg = (sum(self.lens) / len(docs)) if docs else 0.0
         df: Counter[str] = Counter()
         for tf in self.tfs:
+            pace.step(len(tf) + 1)
             df.update(tf.keys())
         n = len(docs)
-        self.idf = {t: math.log(1.0 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.idf = {}
+        for t, f in df.items():
+            pace.step()
+            self.idf[t] = math.log(1.0 + (n - f + 0.5) / (f + 0.5))
 
     def scores(self, query: Iterable[str]) -> list[float]:
         """The BM25 score of every document for ``query`` (unique terms)."""
@@ -164,10 +174,14 @@ def plan_compression(
     if meter.set_cost([top], n) > budget:
         return CompressionPlan(ranked, (), ranked, True)
     whole = [top]
+    docs = {top.group_key}
+    cost = meter.set_cost(whole, n)  # kept running: set_cost([*whole, c]) for each c was quadratic
     for c in ranked[1:]:
-        if meter.set_cost([*whole, c], n) > whole_share * budget:
+        cost += meter.added_cost(c, n, docs)
+        if cost > whole_share * budget:
             break
         whole.append(c)
+        docs.add(c.group_key)
     return CompressionPlan(ranked, tuple(whole), ranked[len(whole) :], False)
 
 
@@ -350,9 +364,11 @@ class ExtractiveCompress:
         plan = plan_compression(chunks, meter, budget, whole_share=self.whole_share)
         if plan is None:
             return StageResult.of(self.name, chunks, chunks, notes=["fits the budget; nothing compressed"])
-        n = len(chunks)
         ranked = plan.ranked
-        split = {c.id: [_Sentence(s, e, c.text[s:e]) for s, e in analyze(c.text)[0]] for c in ranked}
+        split: dict[str, list[_Sentence]] = {}
+        for c in ranked:  # splitting and stemming is most of the work on long chunks: check per chunk
+            check_cancelled(self.name)
+            split[c.id] = [_Sentence(s, e, c.text[s:e]) for s, e in analyze(c.text)[0]]
         texts = {c.id: c.text for c in ranked}
         scorer, idf = self._scorer(query, split, texts, embedder)
         query_terms = frozenset(terms(query))
@@ -360,9 +376,6 @@ class ExtractiveCompress:
         current: dict[str, Chunk] = {c.id: c for c in chunks}
         dropped: dict[str, Drop] = {}
         changes: dict[str, Change] = {}
-
-        def cost_of(state: Mapping[str, Chunk]) -> int:
-            return meter.set_cost((state[c.id] for c in ranked if c.id in state), n)
 
         # 1. Lossless: a sentence already present in a higher-ranked chunk goes.
         self._drop_repeats(ranked, scored, current, changes, meter)
@@ -374,7 +387,9 @@ class ExtractiveCompress:
         )
         # 3. Slack left (fewer chunks than the budget holds): restore the best
         # compressed chunks whole, in rank order, while the set still fits.
-        cost = _restore(squeezed, lossless, lossless_changes, current, changes, cost_of, budget)
+        cost = _restore(
+            squeezed, (lossless, lossless_changes), _Edit(current, changes, dropped), meter, ranked, budget
+        )
         out = [current[c.id] for c in chunks if c.id in current]
         notes = [f"compressed {len(changes)} chunk(s); set cost {cost} tokens for budget {budget}"]
         if self._uses_embedder(embedder):
@@ -419,6 +434,7 @@ class ExtractiveCompress:
         n = len(current)
         squeezed: list[Chunk] = []
         for c in plan.squeeze:
+            check_cancelled(self.name)
             if self.min_score is not None and c.score < self.min_score and not plan.top_overflows:
                 continue
             sents = scored[c.id]
@@ -484,14 +500,28 @@ class ExtractiveCompress:
     def _fit_alone(
         self, c: Chunk, sents: Sequence[_Sentence], meter: Meter, budget: int, n: int
     ) -> list[_Sentence] | None:
-        """The best sentences of a chunk that alone overflows, as many as fit the budget as one block."""
+        """The best sentences of a chunk that alone overflows, as many as fit the budget as one block.
+
+        The most sentences ``k`` (best first, fewer than all) whose block costs at most ``budget``,
+        else the best one. The cost of ``k`` sentences grows with ``k``, so instead of trying every
+        ``k`` from the top (quadratic: each try joins and counts the chunk again; issue 31) the
+        search starts at an estimate from the sentences' lengths and gallops, then bisects, to
+        the boundary: O(log k) tries, each counted exactly on a scratch meter, so no tried
+        text stays in the pipeline's caches.
+        """
         ranked = sorted(sents, key=lambda s: (-s.score, s.start))
-        for k in range(len(ranked) - 1, 0, -1):
+        if len(ranked) < 2:
+            return ranked[:1] or None
+        scratch = meter.scratch()
+
+        def fits(k: int) -> bool:
+            check_cancelled(self.name)
             kept = sorted(ranked[:k], key=lambda s: s.start)
             trial = c.with_ops("compressed", text=join_pieces(c.text, [(s.start, s.end) for s in kept]))
-            if meter.set_cost([trial], n) <= budget:
-                return kept
-        return ranked[:1] or None
+            return scratch.set_cost([trial], n) <= budget
+
+        k = last_fitting(fits, _estimate(ranked, c, meter, budget, n), 1, len(ranked) - 1)
+        return sorted(ranked[:k], key=lambda s: s.start)
 
     def _apply(
         self,
@@ -520,23 +550,74 @@ def _window(
     The best window covers the most IDF of distinct query terms; among equals,
     the one whose matches are centred best, then the earliest. The window runs
     from its first word's start to its last word's end: a verbatim substring.
+
+    One pass: the window slides a word at a time, keeping how often each query term is in it
+    and where its matched words are, so a sentence of ``w`` words costs O(w) plus a sum over
+    the window's terms each time they change, not O(w × max_words) (issue 31).
     """
     words = [(s.start + m.start(), s.start + m.end()) for m in _TOKEN.finditer(s.text)]
     if len(words) <= max_words:
         return s
-    hits = [frozenset(t for t in terms(text[a:e]) if t in query_terms) for a, e in words]
+    known: dict[str, frozenset[str]] = {}  # words repeat: each distinct one is split into terms once
+    hits = []
+    for a, e in words:
+        word = text[a:e]
+        hit = known.get(word)
+        if hit is None:
+            hit = known[word] = frozenset(t for t in terms(word) if t in query_terms)
+        hits.append(hit)
+    present: dict[str, int] = {}  # query term -> how many of the window's words hold it
+    matched: deque[int] = deque()  # the window's words with a query term, in order
+    value, changed = 0.0, False
     best: tuple[float, float] | None = None
     best_i = 0
-    for i in range(len(words) - max_words + 1):
-        inside = [j for j in range(i, i + max_words) if hits[j]]
-        # fsum: exactly rounded, so the order of the set (which varies with the hash seed) never decides a tie
-        value = math.fsum(idf.get(t, 0.0) for t in frozenset().union(*(hits[j] for j in inside)))
-        off = abs((inside[0] + inside[-1]) / 2 - (i + max_words / 2)) if inside else float(max_words)
+    for j in range(len(words)):
+        if j % CHECK_EVERY == 0:
+            check_cancelled("compress")
+        changed = _count(present, hits[j], 1) or changed
+        if hits[j]:
+            matched.append(j)
+        i = j - max_words + 1  # the window's first word
+        if i < 0:
+            continue
+        if i > 0 and hits[i - 1]:
+            changed = _count(present, hits[i - 1], -1) or changed
+            matched.popleft()
+        if changed:
+            # fsum: exactly rounded, so the order of the terms (which varies with the hash seed) never decides a tie
+            value, changed = math.fsum(idf.get(t, 0.0) for t in present), False
+        off = abs((matched[0] + matched[-1]) / 2 - (i + max_words / 2)) if matched else float(max_words)
         key = (value, -off)
         if best is None or key > best:
             best, best_i = key, i
     start, end = words[best_i][0], words[best_i + max_words - 1][1]
     return _Sentence(start, end, text[start:end], s.score)
+
+
+def _count(present: dict[str, int], hit: frozenset[str], step: int) -> bool:
+    """Count a word's query terms into (``step=1``) or out of (``-1``) the window; whether its set of terms changed."""
+    changed = False
+    for t in hit:
+        k = present.get(t, 0) + step
+        if k:
+            present[t] = k
+        else:
+            del present[t]
+        changed = changed or k == (1 if step == 1 else 0)
+    return changed
+
+
+def _estimate(ranked: Sequence[_Sentence], c: Chunk, meter: Meter, budget: int, n: int) -> int:
+    """How many of ``ranked`` (best first) fit ``budget`` as one block, estimated from their lengths."""
+    per_char = meter.tokens(c) / max(1, len(c.text))
+    room = budget - (meter.set_cost([c], n) - meter.tokens(c))  # frame, headers, footer
+    used, k = 0.0, 0
+    for s in ranked:
+        used += (len(s.text) + 1) * per_char
+        if used > room:
+            break
+        k += 1
+    return k
 
 
 def _select(
@@ -570,24 +651,42 @@ class _Edit:
 
 def _restore(
     squeezed: list[Chunk],
-    lossless: dict[str, Chunk],
-    lossless_changes: dict[str, Change],
-    current: dict[str, Chunk],
-    changes: dict[str, Change],
-    cost_of: Callable[[Mapping[str, Chunk]], int],
+    lossless: tuple[dict[str, Chunk], dict[str, Change]],
+    edit: _Edit,
+    meter: Meter,
+    ranked: Sequence[Chunk],
     budget: int,
 ) -> int:
-    """Restore squeezed chunks whole (lossless), in rank order, while the set fits; the set's cost."""
-    cost = cost_of(current)
-    for c in squeezed:
+    """Restore squeezed chunks whole (lossless), in rank order, while the set fits; the set's cost.
+
+    ``lossless`` is each chunk and its change after step 1. Restoring swaps one version of a
+    chunk for another, so the set keeps its members and their order: the new cost is the old
+    one with that chunk's block (and its document's header, where it is the document's first
+    block) priced again, not the whole set summed again per chunk (quadratic in chunks).
+    """
+    current, changes = edit.current, edit.changes
+    whole, whole_changes = lossless
+    n = len(ranked)
+    state = [current[c.id] for c in ranked if c.id in current]
+    cost = meter.set_cost(state, n)
+    firsts: set[str] = set()
+    docs: set[str] = set()
+    for c in state:
+        if c.group_key not in docs:
+            firsts.add(c.id)
+            docs.add(c.group_key)
+    for i, c in enumerate(squeezed):
         if cost >= budget:
             break
-        restored = lossless[c.id]
-        new_cost = cost_of({**current, c.id: restored})
+        if i % CHECK_EVERY == 0:
+            check_cancelled("compress")
+        now, restored = current[c.id], whole[c.id]
+        shown = () if c.id in firsts else (c.group_key,)  # its document's header: paid here or before
+        new_cost = cost - meter.added_cost(now, n, shown) + meter.added_cost(restored, n, shown)
         if new_cost <= budget:
             current[c.id] = restored
-            if c.id in lossless_changes:
-                changes[c.id] = lossless_changes[c.id]
+            if c.id in whole_changes:
+                changes[c.id] = whole_changes[c.id]
             else:
                 changes.pop(c.id, None)
             cost = new_cost
