@@ -289,12 +289,31 @@ def _check_chunk(chunk: Chunk, where: str) -> None:
             f"{where}.text is empty or only whitespace/invisible characters ({_short(chunk.text)}). "
             "Drop empty chunks before assembly; they carry nothing to cite."
         )
+    score = chunk.score
+    if type(score) is not float and (
+        isinstance(score, bool)
+        or not isinstance(score, (int, float))
+        or not -_FLOAT_MAX <= score <= _FLOAT_MAX
+    ):
+        raise InputError(
+            f"{where}.score must be a number within a float's range (about ±1.8e308); got "
+            f"{type(score).__name__} {_short(score) if not isinstance(score, int) else _digits(score)}. "
+            "Pass the retriever's score as a float (scale huge scores), or leave it at 0.0."
+        )
     for name in ("id", "doc_id", "source", "title", "section", "origin", "doc_summary"):
         value = getattr(chunk, name)
         if isinstance(value, str):
             check_text(value, f"{where}.{name}")
     if chunk.metadata:
         check_tree(chunk.metadata, f"{where}.metadata")
+
+
+_FLOAT_MAX = int(1.7976931348623157e308)
+
+
+def _digits(value: int) -> str:
+    """``"of about 401 digits"``: an int too large to print (or convert) whole."""
+    return f"of about {int(value.bit_length() * 0.30103) + 1} digits"
 
 
 def _empty_text(item: Any) -> str | None:
