@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from contextwright.core.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
 from contextwright.service.problems import Failure, Loc, config_error_loc
 from contextwright.service.references import load_priors, screen_stages
-from contextwright.service.security import vet_pipeline, vet_tokenizer
+from contextwright.service.security import vet_formats, vet_pipeline, vet_tokenizer
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class Assemblers:
             except (ConfigError, TokenizerError, MissingDependencyError) as exc:
                 raise Failure(422, "invalid-option", str(exc), config_error_loc(exc, loc)) from None
 
+        vet_formats(o, self.config)  # before get_format: building a template compiles it
         if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
             vet_tokenizer(o["tokenizer"])
         model = check(["body", "model"], lambda: get_model(o["model"])) if o["model"] else None
