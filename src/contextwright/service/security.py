@@ -291,3 +291,45 @@ def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> 
                     "server with allow_network_stages = true.",
                     ["body", "config", "stages", i, f.name],
                 )
+
+
+class TrustedProxies:
+    """Which peers may name the client in ``X-Forwarded-For``, and the client they name.
+
+    Only a peer whose address is in one of the operator's networks (``trusted_proxies``) is
+    believed; every other peer is the client, whatever headers it sends, so a caller cannot pick
+    the address that ``auth_fail_limit`` and ``rate_limit_per_s`` count against. Through a chain
+    of trusted proxies the client is the rightmost address of ``X-Forwarded-For`` that is not a
+    trusted proxy (each proxy appends the address it saw; the entries to its left are whatever
+    the client wrote).
+
+    Args:
+        networks: Addresses or CIDR networks (``10.0.0.0/8``, ``127.0.0.1``, ``::1``).
+    """
+
+    def __init__(self, networks: tuple[str, ...]) -> None:
+        import ipaddress
+
+        self._networks = tuple(ipaddress.ip_network(n, strict=False) for n in networks)
+
+    def __bool__(self) -> bool:
+        return bool(self._networks)
+
+    def trusts(self, address: str) -> bool:
+        import ipaddress
+
+        try:
+            ip = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            return False
+        return any(ip.version == n.version and ip in n for n in self._networks)
+
+    def client(self, peer: str, forwarded_for: list[str]) -> str:
+        """The client's address: ``peer``, unless ``peer`` is trusted and the header names another."""
+        if not self.trusts(peer):
+            return peer
+        hops = [h.strip() for value in forwarded_for for h in value.split(",") if h.strip()]
+        for hop in reversed(hops[-64:]):  # a proxy chain is short; the rest is the client's own text
+            if not self.trusts(hop):
+                return hop[:64]
+        return hops[0][:64] if hops else peer
