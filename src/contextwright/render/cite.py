@@ -139,23 +139,42 @@ def parse_citation_numbers(answer: str, *, max_range: int = 1000, blocks: int | 
     Items of a list are judged one by one: ``[1, 1914]`` cites 1.
     """
     seen: dict[int, None] = {}
+    # skip[k]: a number >= k that may be unseen (every number from k up to it is seen). A range
+    # walks only its unseen numbers, so "[1-1000, 1-1000, ...]" costs its length, not 1000 per
+    # range: the work is linear in the answer plus the distinct numbers (at most ``year``).
+    skip: dict[int, int] = {}
     year = max(1000, (blocks or 0) + 1)  # the smallest number that cannot be a block number
     limit = max(blocks + 5, 2 * blocks) if blocks is not None else None
     for m in _BRACKET.finditer(answer):
         for item in _ITEM.finditer(m.group(1)):
             if item.group(3) is not None:
                 k = _number(item.group(3))
-                if k < year:
-                    seen.setdefault(k, None)
+                if k < year and k not in seen:
+                    seen[k] = None
+                    skip[k] = k + 1
                 continue
             lo, hi = _number(item.group(1)), _number(item.group(2))
             if not 1 <= lo <= hi or hi >= year:
                 continue
             if (limit is not None and hi > limit) or (limit is None and hi - lo > max_range):
                 continue
-            for k in range(lo, hi + 1):
-                seen.setdefault(k, None)
+            k = _unseen(skip, lo)
+            while k <= hi:
+                seen[k] = None
+                skip[k] = k + 1
+                k = _unseen(skip, k + 1)
+            skip[lo] = k  # the next range from lo starts past what this one covered
     return list(seen)
+
+
+def _unseen(skip: dict[int, int], k: int) -> int:
+    """The smallest number >= ``k`` not yet seen, shortening the chain it followed."""
+    root = k
+    while root in skip:
+        root = skip[root]
+    while k in skip and skip[k] != root:
+        skip[k], k = root, skip[k]
+    return root
 
 
 def resolve_citations(answer: str, ctx: AssembledContext | Sequence[Citation]) -> CitationResolution:

@@ -337,8 +337,30 @@ def _validation_errors(request: Request, exc: RequestValidationError) -> list[di
             valid = VALID_KEYS.get(request.url.path)
             if named is None and len(loc) == 2 and valid:
                 msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
+        elif _too_long(e, loc):
+            msg += f" (the server's {_LIMIT_SETTINGS[str(loc[-1])]})"
         errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
     return errors
+
+
+def _too_long(error: Mapping[str, Any], loc: Loc) -> bool:
+    """Whether ``error`` is a length limit that a service setting sets (not a previous response's)."""
+    too_long = error.get("type") in ("string_too_long", "too_long") and "previous" not in loc
+    return too_long and bool(loc) and str(loc[-1]) in _LIMIT_SETTINGS
+
+
+#: The service setting behind the length limit of a request field (by the field's name).
+_LIMIT_SETTINGS = {
+    "answer": "max_text_chars",
+    "text": "max_text_chars",
+    "system": "max_text_chars",
+    "content": "max_text_chars",
+    "query": "max_query_chars",
+    "chunks": "max_chunks",
+    "citations": "max_chunks",
+    "tools": "max_chunks",
+    "history": "max_chunks",
+}
 
 
 def _significant(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
