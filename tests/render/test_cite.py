@@ -105,8 +105,9 @@ def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -
     ctx = assemble("q", chunks, budget=300, format="numbered")
     (cite,) = ctx.citations
     assert cite.duplicates == ("b",)
-    assert cite.also_at == ({"id": "b", "source": "b.pdf", "page": 7, "line": 42},)
-    assert cite.to_dict()["also_at"] == [{"id": "b", "source": "b.pdf", "page": 7, "line": 42}]
+    entry = {"id": "b", "source": "b.pdf", "page": 7, "line": 42, "held": ((0, 14),), "whole": True}
+    assert cite.also_at == (entry,) and cite.also_sources == ("b.pdf",)
+    assert cite.to_dict()["also_at"] == [entry]
 
 
 @settings(max_examples=400, deadline=None)

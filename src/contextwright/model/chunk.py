@@ -58,8 +58,10 @@ class Chunk:
     Stages that alter a chunk record it in ``ops`` (``"truncated"``,
     ``"compressed"``, ``"overlap_stripped"``, ...). A chunk that stands for
     several input chunks (a merged passage) lists them in ``chunk_ids``;
-    duplicates folded into it are in ``duplicates`` and their sources in
-    ``also_sources`` so its citation can name every place the text came from.
+    duplicates folded into it are in ``duplicates``, their sources in
+    ``also_sources``, where each was in ``also_at`` and its text in ``copies``,
+    so that its citation can name every other place that holds the block's text,
+    and only for the text that place holds (:mod:`contextwright.model.provenance`).
     A chunk fused from several ranked lists lists them in ``provenance``:
     ``(list name, 1-based rank, that list's score)``, best rank first.
 
@@ -91,6 +93,9 @@ class Chunk:
     #: Where each folded duplicate was: ``(id, source, page, line)``.
     also_at: tuple[tuple[str, str | None, int | None, int | None], ...] = ()
     provenance: tuple[tuple[str, int, float], ...] = ()
+    #: The text of each copy in ``also_at``: ``(id, text)``. The citation checks against it
+    #: which part of the block's text that copy holds (never serialized).
+    copies: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.id:

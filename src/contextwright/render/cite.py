@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from contextwright.core.caches import register
 from contextwright.model.chunk import Chunk
+from contextwright.model.provenance import MAX_HELD_CHECKS, BlockWords
+from contextwright.model.spans import Span, compose
 from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import Format
 
@@ -66,20 +69,54 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 c.line,
                 c.score,
                 _snippet(c.text),
-                c.also_sources,
-                _span(c),
-                c.spans,
-                c.duplicates,
-                tuple(
-                    MappingProxyType({"id": i, "source": src, "page": page, "line": line})
-                    for i, src, page, line in c.also_at
-                )
-                if c.also_at
-                else (),
+                *_also(c),
                 c.provenance,
             )
         )
     return tuple(out)
+
+
+def _also(
+    c: Chunk,
+) -> tuple[
+    tuple[str, ...], tuple[int, int] | None, tuple[Span, ...], tuple[str, ...], tuple[Mapping[str, Any], ...]
+]:
+    """``also_sources, index_span, spans, duplicates, also_at`` of ``c``'s citation, span-honest.
+
+    A copy's source is in ``also_sources`` only when the copy holds every word of the block's
+    text; each ``also_at`` entry says which ranges of it the copy holds (``held``, in the
+    coordinates of ``spans``) and whether that is all (``whole``). See
+    :mod:`contextwright.model.provenance`. A chunk built by hand without ``copies`` keeps its
+    ``also_sources`` as given.
+    """
+    if not c.also_at:
+        return c.also_sources, _span(c), c.spans, c.duplicates, ()
+    if not c.copies:
+        entries = tuple(
+            MappingProxyType({"id": i, "source": src, "page": page, "line": line})
+            for i, src, page, line in c.also_at
+        )
+        return c.also_sources, _span(c), c.spans, c.duplicates, entries
+    texts = dict(c.copies)
+    block = BlockWords(c.text)
+    seen: dict[str, tuple[tuple[Span, ...] | None, bool]] = {}
+    whole: set[str] = set()
+    out = []
+    for i, src, page, line in c.also_at:
+        entry: dict[str, Any] = {"id": i, "source": src, "page": page, "line": line}
+        copy = texts.get(i)
+        if copy is not None:
+            if copy not in seen:
+                # past MAX_HELD_CHECKS distinct copies: not checked, so never named (bounded work)
+                seen[copy] = block.held(copy) if len(seen) < MAX_HELD_CHECKS else (None, False)
+            held, is_whole = seen[copy]
+            entry["held"] = compose(c, held) if c.spans and held else held
+            entry["whole"] = is_whole
+            if is_whole and src:
+                whole.add(src)
+        out.append(MappingProxyType(entry))
+    sources = tuple(s for s in c.also_sources if s in whole)
+    return sources, _span(c), c.spans, c.duplicates, tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
