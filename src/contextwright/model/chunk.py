@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import operator
 import unicodedata
 from collections.abc import Mapping
@@ -297,8 +298,8 @@ def _check_chunk(chunk: Chunk, where: str) -> None:
     score = chunk.score
     if type(score) is not float and (
         isinstance(score, bool)
-        or not isinstance(score, (int, float))
-        or not -_FLOAT_MAX <= score <= _FLOAT_MAX
+        or not isinstance(score, numbers.Real)  # numpy's float32 too
+        or (isinstance(score, int) and not -_FLOAT_MAX <= score <= _FLOAT_MAX)
     ):
         raise InputError(
             f"{where}.score must be a number within a float's range (about ±1.8e308); got "
