@@ -105,8 +105,9 @@ def test_a_dropped_duplicates_ids_page_and_line_reach_the_survivors_citation() -
     ctx = assemble("q", chunks, budget=300, format="numbered")
     (cite,) = ctx.citations
     assert cite.duplicates == ("b",)
-    assert cite.also_at == ({"id": "b", "source": "b.pdf", "page": 7, "line": 42},)
-    assert cite.to_dict()["also_at"] == [{"id": "b", "source": "b.pdf", "page": 7, "line": 42}]
+    entry = {"id": "b", "source": "b.pdf", "page": 7, "line": 42, "held": ((0, 14),), "whole": True}
+    assert cite.also_at == (entry,) and cite.also_sources == ("b.pdf",)
+    assert cite.to_dict()["also_at"] == [entry]
 
 
 @settings(max_examples=400, deadline=None)
@@ -165,3 +166,67 @@ def test_every_citation_field_comes_from_its_chunk_field() -> None:
     )
     assert [dict(a) for a in cite.also_at] == [{"id": "dup", "source": "o.md", "page": 5, "line": 6}]
     assert cite.provenance == (("bm25", 1, 0.5),)
+
+
+def _naive_numbers(answer: str, blocks: int | None) -> list[int]:
+    """The rule of parse_citation_numbers, every range walked in full (the code before issue 31)."""
+    from contextwright.render.cite import _BRACKET, _ITEM, _number
+
+    seen: dict[int, None] = {}
+    year = max(1000, (blocks or 0) + 1)
+    limit = max(blocks + 5, 2 * blocks) if blocks is not None else None
+    for m in _BRACKET.finditer(answer):
+        for item in _ITEM.finditer(m.group(1)):
+            if item.group(3) is not None:
+                if (k := _number(item.group(3))) < year:
+                    seen.setdefault(k, None)
+                continue
+            lo, hi = _number(item.group(1)), _number(item.group(2))
+            if not 1 <= lo <= hi or hi >= year:
+                continue
+            if (limit is not None and hi > limit) or (limit is None and hi - lo > 1000):
+                continue
+            for k in range(lo, hi + 1):
+                seen.setdefault(k, None)
+    return list(seen)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    items=st.lists(
+        st.lists(
+            st.one_of(
+                st.integers(0, 60).map(str),
+                st.tuples(st.integers(0, 60), st.integers(0, 60)).map(lambda t: f"{t[0]}-{t[1]}"),
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    blocks=st.sampled_from([None, 1, 3, 10, 30]),
+)
+def test_ranges_walk_only_unseen_numbers_with_the_same_result(
+    items: list[list[str]], blocks: int | None
+) -> None:
+    answer = " and ".join("[" + ", ".join(group) + "]" for group in items)
+    assert parse_citation_numbers(answer, blocks=blocks) == _naive_numbers(answer, blocks)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "[" + "1-1000," * 14000 + "1]",  # the issue's shape: 0.42 s of CPU per request before
+        "[" + ", ".join(f"{i}-999" for i in range(1, 1000)) * 12 + "]",
+        " ".join(f"[{i}-{1000 - i}]" for i in range(1, 500)) * 20,
+    ],
+    ids=["repeated range", "nested starts", "shrinking ranges"],
+)
+def test_resolving_a_100k_answer_of_ranges_is_linear(answer: str) -> None:
+    import time
+
+    start = time.perf_counter()
+    numbers = parse_citation_numbers(answer[:100_000], blocks=1000)
+    assert time.perf_counter() - start < 0.5
+    assert len(numbers) <= 1000

@@ -150,3 +150,53 @@ def test_budget_and_nothing_lost_for_any_scores(
     assert ctx.tokens <= budget
     ids = {i for c in ctx.chunks for i in c.member_ids} | {d.chunk_id for d in ctx.report.dropped}
     assert ids == {c["id"] for c in chunks}
+
+
+@pytest.mark.parametrize("min_relative", [0.0, 0.2, 0.5, 1.0])
+@pytest.mark.parametrize(
+    "scores",
+    [
+        [1e308, -1e308, 1e308, 0.0, 1e308],
+        [1.7976931348623157e308, -1.7976931348623157e308, 5.0],
+        [-1e308, 1e308, -1e308],
+        [1e-308, -1e-308, 0.0, 5e-324],
+    ],
+)
+def test_a_chunk_holding_the_top_score_is_never_below_relevance(
+    scores: list[float], min_relative: float
+) -> None:
+    """Issue 31 item 7: top - low overflowed to inf, so the threshold was inf (NaN at 0)."""
+    result = RelevanceStop(min_relative=min_relative, min_tokens=0)(
+        _chunk_objects(scores), meter=_meter(), budget=10_000
+    )
+    top = max(scores)
+    kept = {c.id for c in result.chunks}
+    assert {f"c{i}" for i, s in enumerate(scores) if s == top} <= kept
+    for d in result.report.dropped:
+        assert "inf" not in d.detail and "nan" not in d.detail
+    if min_relative == 0.0:  # the threshold is the lowest score: nothing is under it
+        assert len(kept) == len(scores)
+
+
+def test_the_frugal_preset_keeps_the_top_chunks_on_extreme_scores() -> None:
+    scores = [1e308, -1e308, 1e308, 0.0, 1e308]
+    ctx = assemble("q", _chunks(scores), budget=150, preset="frugal")
+    kept = {i for c in ctx.chunks for i in c.member_ids}
+    assert "c0" in kept  # rank order: c0 is first among the top scores; the budget takes the rest
+    assert not [
+        d for d in ctx.report.dropped if d.reason == "below_relevance" and d.chunk_id in {"c0", "c2", "c4"}
+    ]
+
+
+def _chunk_objects(scores: list[float]) -> list[Any]:
+    from contextwright import Chunk
+
+    return [Chunk(_text(i), id=f"c{i}", score=s, rank=i) for i, s in enumerate(scores)]
+
+
+def _meter() -> Any:
+    from contextwright.render.format import get_format
+    from contextwright.render.meter import Meter
+    from contextwright.tokens import get_tokenizer
+
+    return Meter(get_format("lean"), get_tokenizer("cl100k_base"))

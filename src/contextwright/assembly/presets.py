@@ -175,6 +175,10 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {str(p)!r} is not valid {p.suffix[1:] or 'JSON'}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(
+            f"config file {str(p)!r} is nested too deeply to read (more than about 1,000 levels)."
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold an object/table at the top level.")
     return data

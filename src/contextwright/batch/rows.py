@@ -100,6 +100,8 @@ def _parse(row: Any, where: str) -> QueryItem:
             row = json.loads(row)
         except json.JSONDecodeError as exc:
             raise InputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}).") from None
+        except RecursionError:
+            raise InputError(f"{where}: JSON nested too deeply to read (over about 1,000 levels).") from None
     if not isinstance(row, Mapping):
         raise InputError(
             f"{where} is a {type(row).__name__}, not a query object; pass {{'question', 'chunks'}}."
@@ -115,7 +117,7 @@ def _row_id(row: Any) -> str:
     if isinstance(row, (str, bytes)):
         try:
             row = json.loads(row)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return ""
     if isinstance(row, Mapping) and row.get("id") is not None:
         return str(row["id"])

@@ -86,6 +86,8 @@ def read_json_file(path: Path, option: str, expected: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{option} {path}: cannot read {expected} ({exc}).") from None
+    except RecursionError:
+        raise InputError(f"{option} {path}: cannot read {expected} (nested too deeply).") from None
 
 
 def read_history(path: Path) -> list[Any]:
@@ -98,6 +100,8 @@ def read_history(path: Path) -> list[Any]:
         turns = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"--history {path}: cannot read a JSON list of turns ({exc}).") from None
+    except RecursionError:
+        raise InputError(f"--history {path}: cannot read a JSON list of turns (nested too deeply).") from None
     if not isinstance(turns, list):
         raise InputError(
             f"--history {path}: expected a JSON list of {{role, content}} turns, got {type(turns).__name__}."

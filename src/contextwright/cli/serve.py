@@ -41,6 +41,7 @@ def serve_cmd(
                 port=cfg.port,
                 log_level=cfg.log_level,
                 access_log=not cfg.access_log,  # the service writes its own (JSON) access log
+                proxy_headers=False,  # the app trusts X-Forwarded-For from cfg.trusted_proxies only
             )
             return
         create_app(cfg)  # fail here, once, rather than in every worker
@@ -60,4 +61,5 @@ def serve_cmd(
             workers=cfg.workers,
             log_level=cfg.log_level,
             access_log=not cfg.access_log,
+            proxy_headers=False,
         )

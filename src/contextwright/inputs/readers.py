@@ -405,6 +405,14 @@ def _cap(value: int | None, variable: str, default: int) -> int:
     return value
 
 
+def _too_deep(where: str) -> str:
+    """The message for JSON nested past what the parser recurses into (~1,000 levels)."""
+    return (
+        f"input {where!r} is JSON nested too deeply to read (arrays/objects more than about 1,000 "
+        "levels deep); a chunk list is at most a few levels deep. Check the file."
+    )
+
+
 def _whole(stream: Any, caps: _Caps) -> Iterator[tuple[str, Any, str | None]]:
     label = caps.label
     text = _decode(caps.read_document(stream), label, "input")
@@ -412,6 +420,8 @@ def _whole(stream: Any, caps: _Caps) -> Iterator[tuple[str, Any, str | None]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"input {label!r} is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise InputError(_too_deep(label)) from None
     for i, obj in enumerate(data):
         yield f"{label}[{i}]", obj, None
 
@@ -424,11 +434,13 @@ def _lines(stream: Any, caps: _Caps, first: str, keep: bool = False) -> Iterator
         line1 = next(lines, b"")
         try:
             json.loads(_decode(line1, label, "line 1"))
-        except (json.JSONDecodeError, InputError):
+        except (json.JSONDecodeError, InputError, RecursionError):
             text = caps.read_document(stream, line1)
             try:
                 yield label, json.loads(_decode(text, label, "input")), None
                 return
+            except RecursionError:
+                raise InputError(_too_deep(label)) from None
             except (json.JSONDecodeError, InputError):
                 lines = iter(text.splitlines(keepends=True))  # name the bad line below
         else:
@@ -444,6 +456,10 @@ def _lines(stream: Any, caps: _Caps, first: str, keep: bool = False) -> Iterator
             if not keep:
                 raise InputError(message) from None
             obj = _Unreadable(message, line.decode("utf-8", "replace").rstrip("\r\n"))
+        except RecursionError:
+            if not keep:
+                raise InputError(_too_deep(where)) from None
+            obj = _Unreadable(_too_deep(where), line.decode("utf-8", "replace").rstrip("\r\n"))
         except InputError as exc:
             if not keep:
                 raise

@@ -3,5 +3,6 @@
 ``chunk`` (:class:`Chunk`), ``fields`` (reading a chunk's fields from a
 mapping), ``convert`` (lists of mappings to chunks), ``report`` (drops,
 changes, stage reports), ``zones`` (chat messages, trimmed history, tool
-outputs), ``spans`` (where a block's text came from).
+outputs), ``spans`` (where a block's text came from), ``provenance`` (which part of a block a
+folded copy holds).
 """

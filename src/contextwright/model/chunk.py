@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import operator
 import unicodedata
 from collections.abc import Mapping
@@ -58,8 +59,10 @@ class Chunk:
     Stages that alter a chunk record it in ``ops`` (``"truncated"``,
     ``"compressed"``, ``"overlap_stripped"``, ...). A chunk that stands for
     several input chunks (a merged passage) lists them in ``chunk_ids``;
-    duplicates folded into it are in ``duplicates`` and their sources in
-    ``also_sources`` so its citation can name every place the text came from.
+    duplicates folded into it are in ``duplicates``, their sources in
+    ``also_sources``, where each was in ``also_at`` and its text in ``copies``,
+    so that its citation can name every other place that holds the block's text,
+    and only for the text that place holds (:mod:`contextwright.model.provenance`).
     A chunk fused from several ranked lists lists them in ``provenance``:
     ``(list name, 1-based rank, that list's score)``, best rank first.
 
@@ -91,6 +94,9 @@ class Chunk:
     #: Where each folded duplicate was: ``(id, source, page, line)``.
     also_at: tuple[tuple[str, str | None, int | None, int | None], ...] = ()
     provenance: tuple[tuple[str, int, float], ...] = ()
+    #: The text of each copy in ``also_at``: ``(id, text)``. The citation checks against it
+    #: which part of the block's text that copy holds (never serialized).
+    copies: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -289,12 +295,31 @@ def _check_chunk(chunk: Chunk, where: str) -> None:
             f"{where}.text is empty or only whitespace/invisible characters ({_short(chunk.text)}). "
             "Drop empty chunks before assembly; they carry nothing to cite."
         )
+    score = chunk.score
+    if type(score) is not float and (
+        isinstance(score, bool)
+        or not isinstance(score, numbers.Real)  # numpy's float32 too
+        or (isinstance(score, int) and not -_FLOAT_MAX <= score <= _FLOAT_MAX)
+    ):
+        raise InputError(
+            f"{where}.score must be a number within a float's range (about ±1.8e308); got "
+            f"{type(score).__name__} {_short(score) if not isinstance(score, int) else _digits(score)}. "
+            "Pass the retriever's score as a float (scale huge scores), or leave it at 0.0."
+        )
     for name in ("id", "doc_id", "source", "title", "section", "origin", "doc_summary"):
         value = getattr(chunk, name)
         if isinstance(value, str):
             check_text(value, f"{where}.{name}")
     if chunk.metadata:
         check_tree(chunk.metadata, f"{where}.metadata")
+
+
+_FLOAT_MAX = int(1.7976931348623157e308)
+
+
+def _digits(value: int) -> str:
+    """``"of about 401 digits"``: an int too large to print (or convert) whole."""
+    return f"of about {int(value.bit_length() * 0.30103) + 1} digits"
 
 
 def _empty_text(item: Any) -> str | None:

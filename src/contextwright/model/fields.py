@@ -267,6 +267,12 @@ def _number(value: Any, where: str) -> float:
             f"{where} must be a number; got the string {value!r}. "
             "Pass the retriever's score as a number, or leave it out (0.0)."
         ) from None
+    except OverflowError:  # an int past float's range (10**400): no float holds it
+        raise InputError(
+            f"{where} must be a finite number within a float's range (about ±1.8e308); got an "
+            f"integer of about {int(int(value).bit_length() * 0.30103) + 1} digits. "
+            "Scale the scores, or leave the field out."
+        ) from None
     if not math.isfinite(number):
         raise InputError(
             f"{where} must be a finite number; got {value!r}. Replace NaN/inf scores "
@@ -341,7 +347,7 @@ def read_embedding(
         return None
     try:
         emb = tuple(float(x) for x in embedding)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{where}.embedding must be a list of numbers; got {_short(embedding)}.") from None
     if not emb or not all(math.isfinite(x) for x in emb):
         raise InputError(

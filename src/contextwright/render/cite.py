@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from contextwright.core.caches import register
 from contextwright.model.chunk import Chunk
+from contextwright.model.provenance import MAX_HELD_CHECKS, BlockWords
+from contextwright.model.spans import Span, compose
 from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import Format
 
@@ -66,20 +69,54 @@ def build_citations(blocks: Sequence[Chunk], fmt: Format) -> tuple[Citation, ...
                 c.line,
                 c.score,
                 _snippet(c.text),
-                c.also_sources,
-                _span(c),
-                c.spans,
-                c.duplicates,
-                tuple(
-                    MappingProxyType({"id": i, "source": src, "page": page, "line": line})
-                    for i, src, page, line in c.also_at
-                )
-                if c.also_at
-                else (),
+                *_also(c),
                 c.provenance,
             )
         )
     return tuple(out)
+
+
+def _also(
+    c: Chunk,
+) -> tuple[
+    tuple[str, ...], tuple[int, int] | None, tuple[Span, ...], tuple[str, ...], tuple[Mapping[str, Any], ...]
+]:
+    """``also_sources, index_span, spans, duplicates, also_at`` of ``c``'s citation, span-honest.
+
+    A copy's source is in ``also_sources`` only when the copy holds every word of the block's
+    text; each ``also_at`` entry says which ranges of it the copy holds (``held``, in the
+    coordinates of ``spans``) and whether that is all (``whole``). See
+    :mod:`contextwright.model.provenance`. A chunk built by hand without ``copies`` keeps its
+    ``also_sources`` as given.
+    """
+    if not c.also_at:
+        return c.also_sources, _span(c), c.spans, c.duplicates, ()
+    if not c.copies:
+        entries = tuple(
+            MappingProxyType({"id": i, "source": src, "page": page, "line": line})
+            for i, src, page, line in c.also_at
+        )
+        return c.also_sources, _span(c), c.spans, c.duplicates, entries
+    texts = dict(c.copies)
+    block = BlockWords(c.text)
+    seen: dict[str, tuple[tuple[Span, ...] | None, bool]] = {}
+    whole: set[str] = set()
+    out = []
+    for i, src, page, line in c.also_at:
+        entry: dict[str, Any] = {"id": i, "source": src, "page": page, "line": line}
+        copy = texts.get(i)
+        if copy is not None:
+            if copy not in seen:
+                # past MAX_HELD_CHECKS distinct copies: not checked, so never named (bounded work)
+                seen[copy] = block.held(copy) if len(seen) < MAX_HELD_CHECKS else (None, False)
+            held, is_whole = seen[copy]
+            entry["held"] = compose(c, held) if c.spans and held else held
+            entry["whole"] = is_whole
+            if is_whole and src:
+                whole.add(src)
+        out.append(MappingProxyType(entry))
+    sources = tuple(s for s in c.also_sources if s in whole)
+    return sources, _span(c), c.spans, c.duplicates, tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,23 +176,42 @@ def parse_citation_numbers(answer: str, *, max_range: int = 1000, blocks: int | 
     Items of a list are judged one by one: ``[1, 1914]`` cites 1.
     """
     seen: dict[int, None] = {}
+    # skip[k]: a number >= k that may be unseen (every number from k up to it is seen). A range
+    # walks only its unseen numbers, so "[1-1000, 1-1000, ...]" costs its length, not 1000 per
+    # range: the work is linear in the answer plus the distinct numbers (at most ``year``).
+    skip: dict[int, int] = {}
     year = max(1000, (blocks or 0) + 1)  # the smallest number that cannot be a block number
     limit = max(blocks + 5, 2 * blocks) if blocks is not None else None
     for m in _BRACKET.finditer(answer):
         for item in _ITEM.finditer(m.group(1)):
             if item.group(3) is not None:
                 k = _number(item.group(3))
-                if k < year:
-                    seen.setdefault(k, None)
+                if k < year and k not in seen:
+                    seen[k] = None
+                    skip[k] = k + 1
                 continue
             lo, hi = _number(item.group(1)), _number(item.group(2))
             if not 1 <= lo <= hi or hi >= year:
                 continue
             if (limit is not None and hi > limit) or (limit is None and hi - lo > max_range):
                 continue
-            for k in range(lo, hi + 1):
-                seen.setdefault(k, None)
+            k = _unseen(skip, lo)
+            while k <= hi:
+                seen[k] = None
+                skip[k] = k + 1
+                k = _unseen(skip, k + 1)
+            skip[lo] = k  # the next range from lo starts past what this one covered
     return list(seen)
+
+
+def _unseen(skip: dict[int, int], k: int) -> int:
+    """The smallest number >= ``k`` not yet seen, shortening the chain it followed."""
+    root = k
+    while root in skip:
+        root = skip[root]
+    while k in skip and skip[k] != root:
+        skip[k], k = root, skip[k]
+    return root
 
 
 def resolve_citations(answer: str, ctx: AssembledContext | Sequence[Citation]) -> CitationResolution:

@@ -20,10 +20,13 @@ class Citation:
 
     ``chunk_ids`` lists every input chunk the block stands for (one, or several
     for a merged passage); ``also_sources`` lists the sources of duplicates that
-    were folded into it, so a citation names every place the text appears.
-    ``duplicates`` are the ids of copies folded into the block by dedup and
-    ``also_at`` says where each copy was (``id``, ``source``, ``page``,
-    ``line``), so a reader can check the citation at any of its places.
+    were folded into it and hold *all* of its text (every word, in order), so a
+    citation names every other place the text appears and never lends a source
+    to text it lacks. ``duplicates`` are the ids of copies folded into the block
+    by dedup and ``also_at`` says where each copy was (``id``, ``source``,
+    ``page``, ``line``) and which of the block's text it holds (``held``: ranges
+    in the coordinates of ``spans``; ``whole``: all of it), so a reader can check
+    the citation at any of its places (:mod:`contextwright.model.provenance`).
     ``spans`` says which text of the chunk the block shows when a stage cut it
     (compressed, truncated, overlap stripped): ``(start, end)`` character
     offsets into the chunk's text as it was passed in (for a merged passage,

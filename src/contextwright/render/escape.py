@@ -44,6 +44,7 @@ from collections.abc import Callable
 from contextwright.core.text import (
     IGNORABLE,
     IGNORABLE_SET,
+    MARK,
     SPACES,
     visible,
 )
@@ -87,6 +88,12 @@ _BIDI_DROP = dict.fromkeys(map(ord, BIDI_CONTROLS))
 
 _IGN_RUN = re.compile(IGNORABLE + "+")
 _LEAD = re.compile(IGNORABLE + "*")
+#: An ignorable character or a combining mark (``Mn``/``Me``): what may come before the first
+#: character a reader sees on a line. A mark at the start of a line draws on nothing (or on the
+#: line break) and takes no place, so ``\u0301[2]`` reads ``[2]``; within a line a mark only
+#: accents the character before it, so ``[\u0301 2]`` reads ``[ 2]`` (issue 31, item 8).
+IGNORABLE_OR_MARK = IGNORABLE[:-1] + MARK[1:]
+_HIDDEN_RUN = re.compile(f"(?:{INVISIBLE}|{MARK})+")
 _LINEBREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 _PROBE_CHARS = 96  # a delimiter is recognized from the start of its line
@@ -149,13 +156,16 @@ def reading(text: str) -> str:
 def fold(line: str) -> str:
     """How the start of ``line`` reads: leading ignorables removed, then :func:`reading`.
 
-    Invisible characters are removed from the whole line first (a marker can hide any number of
-    them), then the first ``_PROBE_CHARS`` characters of the reading are returned.
+    Invisible characters and combining marks are removed from the whole line first (a marker
+    can hide any number of them, and a mark only accents the character before it: ``\u0301[2]``
+    and ``[\u0301 2]`` read as ``[2]`` and ``[ 2]``), then the first ``_PROBE_CHARS`` characters
+    of the reading are returned.
     """
     _, rest = split_indent(line)
     window = rest[: _PROBE_CHARS * 4]
     if not (window.isascii() and window.isprintable()):
-        rest = _INVISIBLE_RUN.sub("", rest)  # whole line: linear, once per line
+        rest = _HIDDEN_RUN.sub("", rest)  # whole line: linear, once per line
+        _, rest = split_indent(rest)  # spaces the leading marks stood before
         window = rest[: _PROBE_CHARS * 4]
     return reading(window)[:_PROBE_CHARS]
 
@@ -187,7 +197,8 @@ def _line_starts(triggers: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     chars = re.escape("".join(t + _COMPAT.get(t, "") for t in triggers))
     # The second pattern starts with a literal "\n", which the regex engine finds with a
     # fast scan; a MULTILINE "^" would be tried at every position of the text.
-    return re.compile(rf"{IGNORABLE}*+(?=[{chars}])"), re.compile(rf"\n{IGNORABLE}*+(?=[{chars}])")
+    lead = IGNORABLE_OR_MARK
+    return re.compile(rf"{lead}*+(?=[{chars}])"), re.compile(rf"\n{lead}*+(?=[{chars}])")
 
 
 _BLANK_LINES = re.compile(rf"\n(?:{IGNORABLE}*+\n)+")

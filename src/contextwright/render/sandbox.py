@@ -460,6 +460,17 @@ def compile_template(source: str) -> Any:
         return _environment().from_string(source)
     except TemplateSyntaxError as exc:
         raise ConfigError(f"TemplateFormat.template: line {exc.lineno}: {exc.message}") from None
+    except (RecursionError, MemoryError):  # Jinja's parser and code generator recurse per level
+        raise ConfigError(
+            "TemplateFormat.template nests too deeply to compile (brackets, parentheses, filters, "
+            "attribute chains or blocks nested hundreds of levels; the limit is Python's recursion "
+            f"limit, {sys.getrecursionlimit():,} frames); flatten the template."
+        ) from None
+    except SyntaxError as exc:  # the generated Python is past what Python compiles (e.g. > 20 nested loops)
+        raise ConfigError(
+            f"TemplateFormat.template compiles to code Python refuses ({exc.msg}); flatten the template "
+            "(fewer nested loops and blocks)."
+        ) from None
 
 
 def _message(stop: _Stop, limits: TemplateLimits) -> str:
@@ -547,6 +558,25 @@ def _stream(template: Any, limits: TemplateLimits, context: dict[str, Any]) -> s
         raise _stop(f"asks for too much (size): {exc}") from None
     except MemoryError:
         raise _stop("needs more memory than this process has") from None
-    except (TemplateError, ArithmeticError, TypeError, ValueError, LookupError, AttributeError) as exc:
-        raise ConfigError(f"TemplateFormat: the template failed: {type(exc).__name__}: {exc}") from None
+    except AssertionError as exc:  # Jinja's filters check their arguments with assert (truncate)
+        raise ConfigError(
+            f"TemplateFormat: the template called a filter with arguments it refuses: {_clip(str(exc))}"
+        ) from None
+    except (
+        TemplateError,
+        ArithmeticError,
+        TypeError,
+        ValueError,
+        LookupError,
+        AttributeError,
+        RuntimeError,
+    ) as exc:
+        raise ConfigError(
+            f"TemplateFormat: the template failed: {type(exc).__name__}: {_clip(str(exc))}"
+        ) from None
     return "".join(out)
+
+
+def _clip(message: str, limit: int = 300) -> str:
+    """An error message as a problem's detail shows it: at most ``limit`` characters."""
+    return message if len(message) <= limit else message[: limit - 3] + "..."

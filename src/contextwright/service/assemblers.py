@@ -17,7 +17,7 @@ from contextwright.assembly.spec import AssemblerSpec
 from contextwright.core.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
 from contextwright.service.problems import Failure, Loc, config_error_loc
 from contextwright.service.references import load_priors, screen_stages
-from contextwright.service.security import vet_pipeline, vet_tokenizer
+from contextwright.service.security import vet_formats, vet_pipeline, vet_tokenizer
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class Assemblers:
                 where = _field_loc(exc) if fields else None
                 raise Failure(422, "invalid-option", str(exc), where or config_error_loc(exc, loc)) from None
 
+        vet_formats(o, self.config)  # before get_format: building a template compiles it
         if o["tokenizer"] != self.config.tokenizer:  # the operator's own default may be a file
             vet_tokenizer(o["tokenizer"])
         config: Any = o["preset"]

@@ -29,7 +29,7 @@ from contextwright.service.problems import (
     problem_body,
     send_problem,
 )
-from contextwright.service.security import ApiKeys, AuthFailures, RateLimiter
+from contextwright.service.security import ApiKeys, AuthFailures, RateLimiter, TrustedProxies
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -318,6 +318,31 @@ class RateLimit:
         await self.app(scope, receive, send)
 
 
+class ForwardedClient:
+    """Set the request's client (and scheme) from ``X-Forwarded-For`` (``-Proto``), but only for
+    a request that arrives from a trusted proxy (:class:`~contextwright.service.security.TrustedProxies`).
+
+    Outermost, so the access log, the failed-login limit and the rate limit all see the same client.
+    The server runs uvicorn with its own proxy-header handling off (``contextwright serve``), so
+    the peer address reaching this middleware is the connection's.
+    """
+
+    def __init__(self, app: ASGIApp, *, proxies: TrustedProxies) -> None:
+        self.app = app
+        self.proxies = proxies
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client = scope.get("client") if scope["type"] in ("http", "websocket") else None
+        if client and self.proxies.trusts(client[0]):
+            forwarded = [v.decode("latin-1") for k, v in scope["headers"] if k == b"x-forwarded-for"]
+            if forwarded:
+                scope = {**scope, "client": (self.proxies.client(client[0], forwarded), 0)}
+            proto = (_header(scope, b"x-forwarded-proto") or "").strip().lower()
+            if proto in ("http", "https"):
+                scope = {**scope, "scheme": proto}
+        await self.app(scope, receive, send)
+
+
 def add_middleware(
     app: FastAPI, cfg: ServiceConfig, metrics: Metrics, lifecycle: Lifecycle, keys: ApiKeys | None
 ) -> None:
@@ -357,6 +382,8 @@ def add_middleware(
         )
     app.add_middleware(RequestContext, log=cfg.access_log)
     app.add_middleware(RequestMetrics, metrics=metrics)
+    if cfg.trusted_proxies:
+        app.add_middleware(ForwardedClient, proxies=TrustedProxies(cfg.trusted_proxies))
 
 
 def setup_access_log(cfg: ServiceConfig) -> None:

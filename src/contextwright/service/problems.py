@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -337,8 +338,30 @@ def _validation_errors(request: Request, exc: RequestValidationError) -> list[di
             valid = VALID_KEYS.get(request.url.path)
             if named is None and len(loc) == 2 and valid:
                 msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
+        elif _too_long(e, loc):
+            msg += f" (the server's {_LIMIT_SETTINGS[str(loc[-1])]})"
         errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
     return errors
+
+
+def _too_long(error: Mapping[str, Any], loc: Loc) -> bool:
+    """Whether ``error`` is a length limit that a service setting sets (not a previous response's)."""
+    too_long = error.get("type") in ("string_too_long", "too_long") and "previous" not in loc
+    return too_long and bool(loc) and str(loc[-1]) in _LIMIT_SETTINGS
+
+
+#: The service setting behind the length limit of a request field (by the field's name).
+_LIMIT_SETTINGS = {
+    "answer": "max_text_chars",
+    "text": "max_text_chars",
+    "system": "max_text_chars",
+    "content": "max_text_chars",
+    "query": "max_query_chars",
+    "chunks": "max_chunks",
+    "citations": "max_chunks",
+    "tools": "max_chunks",
+    "history": "max_chunks",
+}
 
 
 def _significant(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -394,6 +417,27 @@ async def on_cancelled(request: Request, exc: AssemblyCancelled) -> Any:
 
 
 async def on_crash(request: Request, exc: Exception) -> Any:  # a bug, not bad input
-    """500 for anything else, logged with its traceback; the client learns nothing of it."""
-    logger.exception("unhandled error", extra={"path": request.url.path})
+    """500 for anything else, logged with its traceback; the client learns nothing of it.
+
+    The traceback logged is the last :data:`LOGGED_FRAMES` frames: a RecursionError's thousand
+    frames made one 10 KB request write 177 KB of log.
+    """
+    logger.error(
+        "unhandled error",
+        exc_info=(type(exc), exc, _last_frames(exc.__traceback__)),
+        extra={"path": request.url.path},
+    )
     return problem_response(problem_body(500, "internal-error", "internal error; see the server log."))
+
+
+#: How many frames of an unhandled error's traceback the log keeps (the innermost ones).
+LOGGED_FRAMES = 40
+
+
+def _last_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback from its ``LOGGED_FRAMES``-th last frame on (the frames nearest the error)."""
+    frames: list[TracebackType] = []
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    return frames[-LOGGED_FRAMES] if len(frames) > LOGGED_FRAMES else (frames[0] if frames else None)

@@ -319,7 +319,10 @@ def add_work_routes(
         summary="Map the [n] markers of an answer back to the context's citations",
     )
     async def resolve_endpoint(req: ResolveRequest) -> Any:  # type: ignore[valid-type]
-        return Response(resolve(req), media_type="application/json")
+        # In the pool, not on the event loop: a 100 KB answer of ranges is tens of ms of CPU
+        # (linear: parse_citation_numbers), and 16 at once on the loop stalled /healthz for seconds.
+        body = await runner.run(lambda: resolve(req))
+        return Response(body, media_type="application/json")
 
 
 def add_probe_routes(

@@ -85,7 +85,10 @@ class CitationOut(BaseModel):
     )
     duplicates: list[str] = Field(default_factory=list, description="Ids of copies folded into the block.")
     also_at: list[dict[str, Any]] = Field(
-        default_factory=list, description="Where each folded copy was: id, source, page, line."
+        default_factory=list,
+        description="Where each folded copy was: id, source, page, line; held: the [start, end] "
+        "ranges of the block's text (coordinates of spans) that copy holds, whole: whether it holds "
+        "all of it (only then is its source in also_sources).",
     )
     provenance: list[ProvenanceOut] | None = Field(
         None,

@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from contextwright.core.errors import ConfigError
 from contextwright.service.problems import Failure, Loc
@@ -234,6 +234,40 @@ def _known_tokenizer(spec: str) -> bool:
     return True
 
 
+def vet_formats(o: Mapping[str, Any], config: ServiceConfig) -> None:
+    """Refuse a request's template format before anything builds (and so compiles) it.
+
+    A template is compiled when its format object is made, so on a server with templates
+    disabled the request's format specs are read as data first: ``format`` and ``config.format``
+    are the only places a request can name a format.
+    """
+    if config.allow_templates:
+        return
+    specs: list[tuple[Any, Loc]] = [(o["format"], ["body", "format"])]
+    if isinstance(o["config"], Mapping):
+        specs.append((o["config"].get("format"), ["body", "config", "format"]))
+    for spec, where in specs:
+        if _names_template(spec):
+            _template_refused(where)
+
+
+def _names_template(spec: Any) -> bool:
+    if isinstance(spec, Mapping):
+        return str(spec.get("type")).strip().lower() == "template"
+    return isinstance(spec, str) and spec.strip().lower() == "template"
+
+
+def _template_refused(where: Loc) -> NoReturn:
+    raise Failure(
+        422,
+        "template-not-allowed",
+        "template formats are disabled on this server (a template can run long); use a named "
+        "format (xml, numbered, sources, markdown, grouped, minimal) or start the server with "
+        "allow_templates = true.",
+        where,
+    )
+
+
 def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> None:
     """Refuse what a request must not make the server do (templates, network calls)."""
     from contextwright.render.format import TemplateFormat
@@ -242,16 +276,8 @@ def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> 
         isinstance(pipeline.format, TemplateFormat)
         and not config.allow_templates
         and (o["format"] is not None or (o["config"] or {}).get("format") is not None)
-    ):
-        where: Loc = ["body", "format"] if o["format"] is not None else ["body", "config", "format"]
-        raise Failure(
-            422,
-            "template-not-allowed",
-            "template formats are disabled on this server (a template can run long); use a named "
-            "format (xml, numbered, sources, markdown, grouped, minimal) or start the server with "
-            "allow_templates = true.",
-            where,
-        )
+    ):  # vet_formats refused it already; this holds should a new path name a format
+        _template_refused(["body", "format"] if o["format"] is not None else ["body", "config", "format"])
     if o["config"] is None or "stages" not in o["config"] or config.allow_network_stages:
         return  # the stages are the server's preset's, which the operator chose
     for i, stage in enumerate(pipeline.stages):
@@ -265,3 +291,45 @@ def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> 
                     "server with allow_network_stages = true.",
                     ["body", "config", "stages", i, f.name],
                 )
+
+
+class TrustedProxies:
+    """Which peers may name the client in ``X-Forwarded-For``, and the client they name.
+
+    Only a peer whose address is in one of the operator's networks (``trusted_proxies``) is
+    believed; every other peer is the client, whatever headers it sends, so a caller cannot pick
+    the address that ``auth_fail_limit`` and ``rate_limit_per_s`` count against. Through a chain
+    of trusted proxies the client is the rightmost address of ``X-Forwarded-For`` that is not a
+    trusted proxy (each proxy appends the address it saw; the entries to its left are whatever
+    the client wrote).
+
+    Args:
+        networks: Addresses or CIDR networks (``10.0.0.0/8``, ``127.0.0.1``, ``::1``).
+    """
+
+    def __init__(self, networks: tuple[str, ...]) -> None:
+        import ipaddress
+
+        self._networks = tuple(ipaddress.ip_network(n, strict=False) for n in networks)
+
+    def __bool__(self) -> bool:
+        return bool(self._networks)
+
+    def trusts(self, address: str) -> bool:
+        import ipaddress
+
+        try:
+            ip = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            return False
+        return any(ip.version == n.version and ip in n for n in self._networks)
+
+    def client(self, peer: str, forwarded_for: list[str]) -> str:
+        """The client's address: ``peer``, unless ``peer`` is trusted and the header names another."""
+        if not self.trusts(peer):
+            return peer
+        hops = [h.strip() for value in forwarded_for for h in value.split(",") if h.strip()]
+        for hop in reversed(hops[-64:]):  # a proxy chain is short; the rest is the client's own text
+            if not self.trusts(hop):
+                return hop[:64]
+        return hops[0][:64] if hops else peer

@@ -89,12 +89,19 @@ class ServiceConfig:
         body_timeout_s: A request body must arrive within this many seconds (408 after).
         auth_fail_limit: With keys, failed authentications (401s) one client address may have
             within ``auth_fail_window_s``; past it the address gets 429 with ``Retry-After``,
-            no key checked, until the window ends. ``0`` turns it off (behind a proxy every
-            client has the proxy's address). At most 1,000,000.
+            no key checked, until the window ends. ``0`` turns it off. Behind a proxy, list the
+            proxy in ``trusted_proxies``, or every client has the proxy's address. At most
+            1,000,000.
         auth_fail_window_s: The window of ``auth_fail_limit``, from an address's first failure
             (1 to 86,400 seconds).
         auth_fail_max_clients: Most client addresses whose failures are remembered (the least
             recently failed are forgotten first); 1 to 1,000,000.
+        trusted_proxies: Addresses or CIDR networks of the reverse proxies in front of the
+            server (``["10.0.0.5"]``, ``["10.0.0.0/8", "::1"]``; ``CONTEXTWRIGHT_TRUSTED_PROXIES``
+            comma-separated). Only a request arriving from one of them may name its client in
+            ``X-Forwarded-For`` (and its scheme in ``X-Forwarded-Proto``); from any other peer
+            those headers are ignored. Empty (the default): no one is trusted, and the client
+            address the rate limit and the failed-login limit count is the connection's peer.
         priors: Positional priors requests may name in a ``prior_order`` stage: name -> prior
             file (a ``[service.priors]`` TOML table, paths relative to that file; or
             ``CONTEXTWRIGHT_PRIORS=name=path,name=path``). Read once at start-up; a request
@@ -139,6 +146,7 @@ class ServiceConfig:
     auth_fail_window_s: float = 60.0
     auth_fail_max_clients: int = 10_000
     priors: tuple[tuple[str, str], ...] = ()
+    trusted_proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         positive = ("port", "workers", "max_body_bytes", "max_chunks", "max_text_chars", "max_query_chars")
@@ -169,6 +177,7 @@ class ServiceConfig:
             )
         object.__setattr__(self, "cors_origins", tuple(origins))
         object.__setattr__(self, "priors", _prior_names(self.priors))
+        object.__setattr__(self, "trusted_proxies", _networks(self.trusted_proxies))
         _check_auth_limits(self)
         if self.budget is not None and (
             isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0
@@ -301,7 +310,7 @@ def _coerce(name: str, raw: str, where: str) -> Any:
             return float(text)
         except ValueError:
             raise ConfigError(f"{where} must be a number; got {raw!r}.") from None
-    if name == "cors_origins":
+    if name in ("cors_origins", "trusted_proxies"):
         return tuple(o.strip() for o in text.split(",") if o.strip())
     if name == "priors":
         pairs = [item.partition("=") for item in text.split(",") if item.strip()]
@@ -392,3 +401,26 @@ def _check_auth_limits(cfg: ServiceConfig) -> None:
         raise ConfigError(
             f"service setting 'auth_fail_window_s' must be a number of seconds from 1 to 86400; got {window!r}."
         )
+
+
+def _networks(value: Any) -> tuple[str, ...]:
+    """``trusted_proxies`` as normalised network strings (``10.0.0.0/8``, ``127.0.0.1/32``)."""
+    import ipaddress
+
+    items = tuple(v.strip() for v in value.split(",") if v.strip()) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(
+            f"service setting 'trusted_proxies' must be a list of addresses or networks such as "
+            f"['10.0.0.5', '10.1.0.0/16']; got {value!r}."
+        )
+    out = []
+    for item in items:
+        try:
+            out.append(str(ipaddress.ip_network(str(item).strip(), strict=False)))
+        except ValueError:
+            raise ConfigError(
+                f"service setting 'trusted_proxies': {item!r} is not an IP address or CIDR network; "
+                "list your proxies' addresses, e.g. ['10.0.0.5', '10.1.0.0/16'] (host names are not "
+                "resolved)."
+            ) from None
+    return tuple(out)

@@ -74,7 +74,7 @@ def _exact_key(text: str) -> bytes:
 
 
 def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
-    """The survivor, remembering the dropped copy's id, source, page and line for its citation."""
+    """The survivor, remembering the dropped copy's id, source, page, line and text for its citation."""
     sources = list(survivor.also_sources)
     for src in (dropped.source, *dropped.also_sources):
         if src and src != survivor.source and src not in sources:
@@ -88,8 +88,13 @@ def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
         for a in ((dropped.id, dropped.source, dropped.page, dropped.line), *dropped.also_at)
         if a[0] not in known
     )
+    # Each copy's own text: the citation names its source only for the text it holds
+    # (contextwright.model.provenance); a copy's copies come along with their texts.
+    copies = survivor.copies + tuple(
+        t for t in ((dropped.id, dropped.text), *dropped.copies) if t[0] not in known
+    )
     # with_ops: a slot copy, half the time of replace() (containment dedup folds many copies)
-    return survivor.with_ops(duplicates=dups, also_sources=tuple(sources), also_at=also_at)
+    return survivor.with_ops(duplicates=dups, also_sources=tuple(sources), also_at=also_at, copies=copies)
 
 
 @register_stage

@@ -50,12 +50,19 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
     ids: list[str] = []
     dups: list[str] = []
     also_at: list[tuple[str, str | None, int | None, int | None]] = []
+    copies: dict[str, str] = {}
     sources: list[str] = []
     ops: list[str] = []
     for c in run:
         ids.extend(i for i in c.member_ids if i not in ids)
         dups.extend(i for i in c.duplicates if i not in dups)
         also_at.extend(a for a in c.also_at if a not in also_at)
+        for i, text in c.copies:
+            copies.setdefault(i, text)
+        if c.source and c.source != first.source and c.id not in copies:
+            # a member from another source holds its own part of the passage, not all of it
+            also_at.append((c.id, c.source, c.page, c.line))
+            copies[c.id] = c.text
         for src in (c.source, *c.also_sources):
             if src and src != first.source and src not in sources:
                 sources.append(src)
@@ -75,6 +82,7 @@ def merge_run(run: Sequence[Chunk], *, separator: str = "\n") -> Chunk:
         duplicates=tuple(dups),
         also_sources=tuple(sources),
         also_at=tuple(also_at),
+        copies=tuple(copies.items()),
         metadata=MappingProxyType(meta),
         embedding=None,
         spans=(),

@@ -197,6 +197,10 @@ def load_prior(spec: str | Path | Mapping[str, Any] | PositionalPrior | None = N
         raise ConfigError(
             f"prior file {str(path)!r} is not valid {path.suffix[1:] or 'JSON'}: {exc}"
         ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"prior file {str(path)!r} is nested too deeply to read (over about 1,000 levels)."
+        ) from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"prior file {str(path)!r} must hold an object/table at the top level.")
     return prior_from_mapping(data, name=path.stem)

@@ -8,7 +8,8 @@ The rule (``relevance_stop``), one paragraph: scores are normalised per list, as
 ``min_relative`` (default 0.2); the first chunk under the threshold past the floor ends the walk,
 and it and every chunk ranked below it are dropped with reason ``below_relevance`` and the numbers
 that decided it. The budget stays the ceiling: ``token_budget`` after this stage fills from what
-is left. A list without usable scores (fewer than two distinct finite scores, or any NaN) keeps
+is left. The threshold never exceeds the top score (it is computed so that it cannot overflow,
+even for scores of ±1e308), so a chunk holding the top score is never dropped. A list without usable scores (fewer than two distinct finite scores, or any NaN) keeps
 every chunk, and the stage's note says why.
 """
 
@@ -76,7 +77,7 @@ class RelevanceStop:
                 self.name, chunks, chunks, notes=[f"{why}: no usable scores, every chunk kept"]
             )
         top, low = max(finite), min(finite)
-        threshold = low + self.min_relative * (top - low)
+        threshold = _threshold(low, top, self.min_relative)
         floor = min(self.min_tokens, budget)
         ranked = by_relevance(chunks)
         tokens = 0
@@ -108,3 +109,16 @@ class RelevanceStop:
             f"the next scored {ranked[cut].score:.4g} < {threshold:.4g}"
         )
         return StageResult.of(self.name, chunks, keep, dropped=drops, notes=[note])
+
+
+def _threshold(low: float, top: float, r: float) -> float:
+    """``low + r * (top - low)``, finite and within ``[low, top]`` for any finite scores.
+
+    ``top - low`` overflows to inf when the scores span more than a float holds (1e308 and
+    -1e308), which made the threshold inf (or NaN for ``r = 0``) and dropped the best chunks.
+    Then the convex form ``low * (1 - r) + top * r`` is used: its terms have opposite signs, so
+    it cannot overflow. Scores in the ordinary range keep the exact expression they always had.
+    """
+    span = top - low
+    threshold = low + r * span if math.isfinite(span) else low * (1.0 - r) + top * r
+    return min(max(threshold, low), top)
