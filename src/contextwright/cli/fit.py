@@ -90,7 +90,6 @@ def fit_cmd(
 
     from contextwright.core.errors import ContextwrightError
     from contextwright.eval import load_queries
-    from contextwright.eval.fit import fit_profile
     from contextwright.eval.fit_space import parse_space
     from contextwright.eval.reader import Reader, default_cache_path
 
@@ -110,50 +109,53 @@ def fit_cmd(
         space = parse_space(knob or [], prior=prior_data)
         queries = load_queries(data, limit=limit)
         key = os.environ.get(reader_key_env) if reader_key_env else None
-        with (
-            Reader(
-                reader,
-                model=reader_model,
-                api_key=key,
-                cache=reader_cache or default_cache_path(),
-                max_tokens=reader_max_tokens,
-                max_concurrency=reader_concurrency,
-                timeout_s=reader_timeout,
-                cache_endpoint=reader_cache_label,
-            ) as rd,
-            _progress_bar() as bar,
-        ):
-            tasks: dict[str, Any] = {}
-
-            def progress(stage: str, done: int, total: int) -> None:
-                if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done, total=total)
-
-            try:
-                result = fit_profile(
-                    queries,
-                    reader=rd,
-                    budgets=budgets,
-                    space=space,
-                    tokenizer=tokenizer,
-                    confirm_share=confirm_share,
-                    step=step,
-                    prior=prior_data,
-                    min_per_part=min_queries,
-                    progress=progress,
-                    data_name=Path(data).name,
-                )
-            except KeyboardInterrupt:
-                err.print(
-                    f"interrupted: the replies so far are cached in {rd.cache_path}; "
-                    "run the same command again to resume.",
-                    highlight=False,
-                )
-                raise typer.Exit(130) from None
+        reader_obj = Reader(
+            reader,
+            model=reader_model,
+            api_key=key,
+            cache=reader_cache or default_cache_path(),
+            max_tokens=reader_max_tokens,
+            max_concurrency=reader_concurrency,
+            timeout_s=reader_timeout,
+            cache_endpoint=reader_cache_label,
+        )
+        options = dict(
+            budgets=budgets,
+            space=space,
+            tokenizer=tokenizer,
+            confirm_share=confirm_share,
+            step=step,
+            prior=prior_data,
+            min_per_part=min_queries,
+            data_name=Path(data).name,
+        )
+        result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
         fail(str(exc))
     _publish(result, out=out, json_out=json_out, html_out=html_out)
+
+
+def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
+    """:func:`~contextwright.eval.fit.fit_profile` with a progress bar per stage; Ctrl-C exits 130, replies kept."""
+    from contextwright.eval.fit import fit_profile
+
+    with reader as rd, _progress_bar() as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        try:
+            return fit_profile(queries, reader=rd, progress=progress, **options)
+        except KeyboardInterrupt:
+            err.print(
+                f"interrupted: the replies so far are cached in {rd.cache_path}; "
+                "run the same command again to resume.",
+                highlight=False,
+            )
+            raise typer.Exit(130) from None
 
 
 def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | None) -> None:

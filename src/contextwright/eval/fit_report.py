@@ -153,6 +153,37 @@ def write_fit_html(result: FitResult, path: str | Path) -> Path:
         import matplotlib  # noqa: F401
     except ImportError:
         raise missing_extra("matplotlib", "eval") from None
+    conf_head, rows = _confirm_rows(result)
+    trial_head, trials = _trial_rows(result)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>contextwright fit</title><style>{_CSS}</style></head><body>",
+        "<h1>contextwright fit</h1>",
+        f"<p><b>Verdict:</b> {_e(result.verdict)}</p>",
+        "<h2>Confirmation on the held-out queries</h2>",
+        _table(conf_head, rows),
+        "<h2>Accuracy against tokens sent, per knob</h2>",
+        f"<figure>{_plot(result)}</figure>",
+        "<h2>Every setting raced on the fit queries</h2>",
+        _table(trial_head, trials),
+        "<h2>The profile</h2>",
+        f"<pre>{_e(dump_toml(result.profile()))}</pre>",
+        "</body></html>",
+    ]
+    p = Path(path)
+    p.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return p
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
+    out = ["<table><thead><tr>", *(f"<th>{_e(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    out.extend("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _confirm_rows(result: FitResult) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     conf_head = (
         "budget",
         "n",
@@ -184,6 +215,10 @@ def write_fit_html(result: FitResult, path: str | Path) -> Path:
         )
         for c in result.confirmations
     ]
+    return conf_head, rows
+
+
+def _trial_rows(result: FitResult) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     trial_head = ("knob", "setting", "n", "acc%", "ans%", "tokens", "race")
     trials = [
         (
@@ -197,29 +232,4 @@ def write_fit_html(result: FitResult, path: str | Path) -> Path:
         )
         for t in result.trials
     ]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>contextwright fit</title><style>{_CSS}</style></head><body>",
-        "<h1>contextwright fit</h1>",
-        f"<p><b>Verdict:</b> {_e(result.verdict)}</p>",
-        "<h2>Confirmation on the held-out queries</h2>",
-        _table(conf_head, rows),
-        "<h2>Accuracy against tokens sent, per knob</h2>",
-        f"<figure>{_plot(result)}</figure>",
-        "<h2>Every setting raced on the fit queries</h2>",
-        _table(trial_head, trials),
-        "<h2>The profile</h2>",
-        f"<pre>{_e(dump_toml(result.profile()))}</pre>",
-        "</body></html>",
-    ]
-    p = Path(path)
-    p.write_text("\n".join(parts) + "\n", encoding="utf-8")
-    return p
-
-
-def _table(head: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
-    out = ["<table><thead><tr>", *(f"<th>{_e(h)}</th>" for h in head), "</tr></thead><tbody>"]
-    out.extend("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    out.append("</tbody></table>")
-    return "\n".join(out)
+    return trial_head, trials
