@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from contextwright.assembly.spec import AssemblerSpec
 from contextwright.core.errors import BudgetError, ConfigError, MissingDependencyError, TokenizerError
 from contextwright.service.problems import Failure, Loc, config_error_loc
-from contextwright.service.references import load_priors, screen_stages
+from contextwright.service.references import load_priors, register_profiles, screen_stages
 from contextwright.service.security import vet_formats, vet_pipeline, vet_tokenizer
 from contextwright.service.settings import ServiceConfig
 
@@ -46,6 +46,7 @@ class Assemblers:
     def __init__(self, config: ServiceConfig, resources: Mapping[str, Any]) -> None:
         self.config = config
         self.resources = dict(resources)
+        register_profiles(config)  # the server's profiles become presets before any request names one
         self.priors = load_priors(config)  # the server's named priors, read once, here at start-up
         self._cache: OrderedDict[str, Assembler] = OrderedDict()
         self._lock = threading.Lock()

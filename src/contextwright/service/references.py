@@ -29,7 +29,7 @@ from contextwright.service.settings import BUILTIN_PRIORS, ServiceConfig
 if TYPE_CHECKING:
     from contextwright.stages.priors import PositionalPrior
 
-__all__ = ["TEXT_SETTINGS", "load_priors", "reference_kind", "screen_stages"]
+__all__ = ["TEXT_SETTINGS", "load_priors", "reference_kind", "register_profiles", "screen_stages"]
 
 #: Settings whose values are only text placed in the output, or a name sent to another host.
 TEXT_SETTINGS = frozenset(
@@ -42,6 +42,24 @@ TEXT_SETTINGS = frozenset(
 _NETWORK_WORDS = ("url", "endpoint", "host", "api_key")
 _FILE_SUFFIXES = (".json", ".toml", ".yaml", ".yml", ".txt", ".jsonl", ".gz", ".db", ".sqlite", ".model")
 _SHOWN = 100  # characters of a refused value echoed back
+
+
+def register_profiles(cfg: ServiceConfig) -> None:
+    """Serve the profiles the server's ``profiles`` setting names as presets (read at start-up).
+
+    A profile is the operator's file, like a prior: read once here, never named by a
+    request, which names only the preset it became.
+
+    Raises:
+        ConfigError: naming the setting, the profile's name and what is wrong with its file.
+    """
+    from contextwright.assembly.presets import load_config_file, register_preset
+
+    for name, path in cfg.profiles:
+        try:
+            register_preset(name, load_config_file(path))
+        except ConfigError as exc:
+            raise ConfigError(f"service setting 'profiles', {name!r}: {exc}") from None
 
 
 def load_priors(cfg: ServiceConfig) -> dict[str, PositionalPrior]:

@@ -106,6 +106,11 @@ class ServiceConfig:
             file (a ``[service.priors]`` TOML table, paths relative to that file; or
             ``CONTEXTWRIGHT_PRIORS=name=path,name=path``). Read once at start-up; a request
             never names a file, only these names, ``liu2024`` or an inline prior.
+        profiles: Reader profiles (``contextwright fit``) served as presets: name -> profile
+            TOML (a ``[service.profiles]`` table, paths relative to that file; or
+            ``CONTEXTWRIGHT_PROFILES=name=path,...``). Read and checked once at start-up;
+            a request names them like any preset (``"preset": "smollm2"``), and ``preset``
+            may make one the server's default. A profile may not reuse a built-in preset's name.
 
     Example:
         >>> cfg = ServiceConfig.load("service.toml")      # then CONTEXTWRIGHT_* variables
@@ -146,6 +151,7 @@ class ServiceConfig:
     auth_fail_window_s: float = 60.0
     auth_fail_max_clients: int = 10_000
     priors: tuple[tuple[str, str], ...] = ()
+    profiles: tuple[tuple[str, str], ...] = ()
     trusted_proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -176,7 +182,10 @@ class ServiceConfig:
                 f"['https://app.example.com']; got {origins!r}."
             )
         object.__setattr__(self, "cors_origins", tuple(origins))
-        object.__setattr__(self, "priors", _prior_names(self.priors))
+        object.__setattr__(self, "priors", _named_files(self.priors, "priors", "prior", BUILTIN_PRIORS))
+        object.__setattr__(
+            self, "profiles", _named_files(self.profiles, "profiles", "profile", BUILTIN_PRESETS)
+        )
         object.__setattr__(self, "trusted_proxies", _networks(self.trusted_proxies))
         _check_auth_limits(self)
         if self.budget is not None and (
@@ -231,9 +240,9 @@ class ServiceConfig:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name == "priors":
+            if f.name in ("priors", "profiles"):
                 if value:
-                    out[ENV_PREFIX + "PRIORS"] = ",".join(f"{name}={path}" for name, path in value)
+                    out[ENV_PREFIX + f.name.upper()] = ",".join(f"{name}={path}" for name, path in value)
             elif isinstance(value, tuple):
                 out[ENV_PREFIX + f.name.upper()] = ",".join(value)
             elif value is not None:
@@ -312,7 +321,7 @@ def _coerce(name: str, raw: str, where: str) -> Any:
             raise ConfigError(f"{where} must be a number; got {raw!r}.") from None
     if name in ("cors_origins", "trusted_proxies"):
         return tuple(o.strip() for o in text.split(",") if o.strip())
-    if name == "priors":
+    if name in ("priors", "profiles"):
         pairs = [item.partition("=") for item in text.split(",") if item.strip()]
         if any(not sep for _, sep, _ in pairs):
             raise ConfigError(f"{where} must be NAME=PATH pairs separated by commas; got {raw!r}.")
@@ -345,12 +354,13 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
             f"Valid: {', '.join(fields)}."
         )
     values = {k: v for k, v in table.items() if k in fields}
-    priors = values.get("priors")
-    if isinstance(priors, dict):  # paths relative to the TOML file, like api_keys_file
-        values["priors"] = {
-            k: str(path.parent / v) if isinstance(v, str) and v and not Path(v).is_absolute() else v
-            for k, v in priors.items()
-        }
+    for table_name in ("priors", "profiles"):
+        named = values.get(table_name)
+        if isinstance(named, dict):  # paths relative to the TOML file, like api_keys_file
+            values[table_name] = {
+                k: str(path.parent / v) if isinstance(v, str) and v and not Path(v).is_absolute() else v
+                for k, v in named.items()
+            }
     keys = values.get("api_keys_file")
     if isinstance(keys, str) and keys and not Path(keys).is_absolute():
         values["api_keys_file"] = str(path.parent / keys)  # relative to the TOML file
@@ -361,29 +371,35 @@ def _read_toml(path: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
 BUILTIN_PRIORS = ("liu2024", "liu2024-gpt35-20doc")
 
 
-def _prior_names(value: Any) -> tuple[tuple[str, str], ...]:
-    """``priors`` as sorted (name, path) pairs, each name a plain word and no built-in name."""
+#: Preset names that ship with the library; a server's profile may not reuse them.
+BUILTIN_PRESETS = ("chat", "citations", "documents", "frugal", "qa", "summarize", "tight")
+
+
+def _named_files(
+    value: Any, setting: str, kind: str, builtin: tuple[str, ...]
+) -> tuple[tuple[str, str], ...]:
+    """``priors``/``profiles`` as sorted (name, path) pairs, each name a plain word and no built-in name."""
     items = value.items() if isinstance(value, Mapping) else value
     try:
         pairs = sorted((name, path) for name, path in items)
     except (TypeError, ValueError):
         raise ConfigError(
-            f"service setting 'priors' must map names to prior files, e.g. {{reader = \"reader.json\"}}; "
+            f'service setting {setting!r} must map names to {kind} files, e.g. {{reader = "reader.{"json" if kind == "prior" else "toml"}"}}; '
             f"got {value!r}."
         ) from None
     for name, path in pairs:
         word = isinstance(name, str) and 0 < len(name) <= 100
         if not word or not all(ch.isascii() and (ch.isalnum() or ch in "_.-") for ch in name):
             raise ConfigError(
-                f"service setting 'priors': a name must be 1-100 letters, digits, '_', '.' or '-'; got {name!r}."
+                f"service setting {setting!r}: a name must be 1-100 letters, digits, '_', '.' or '-'; got {name!r}."
             )
-        if name in BUILTIN_PRIORS:
+        if name in builtin:
             raise ConfigError(
-                f"service setting 'priors': the name {name!r} is built in; choose another name."
+                f"service setting {setting!r}: the name {name!r} is built in; choose another name."
             )
         if not isinstance(path, str) or not path:
             raise ConfigError(
-                f"service setting 'priors': {name!r} needs the path of a prior file; got {path!r}."
+                f"service setting {setting!r}: {name!r} needs the path of a {kind} file; got {path!r}."
             )
     return tuple(pairs)
 
