@@ -139,13 +139,20 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
     """:func:`~contextwright.eval.fit.fit_profile` with a progress bar per stage; Ctrl-C exits 130, replies kept."""
     from contextwright.eval.fit import fit_profile
 
+    import time
+
     with reader as rd, _progress_bar() as bar:
         tasks: dict[str, Any] = {}
+        said = [0.0]
 
         def progress(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done, total=total)
+            now = time.monotonic()
+            if not err.is_terminal and (done == total or now - said[0] > 30):  # a log gets a line now and then
+                said[0] = now
+                err.print(f"{stage}: {done}/{total} replies", highlight=False)
 
         try:
             return fit_profile(queries, reader=rd, progress=progress, **options)

@@ -14,7 +14,11 @@ the readers measured so far, framing least):
   ``ends`` (lost-in-the-middle: the best at the ends, the weakest in the
   middle), or ``prior`` (a measured positional prior, ``--prior``).
 * ``dedup``: ``none``, ``exact`` (normalised-text copies), or ``containment``
-  (exact, then chunks contained in a kept one).
+  (exact, then chunks contained in a kept one), each before the budget, so
+  the budget is refilled with lower-ranked text; or ``saves-exact`` /
+  ``saves-containment``: the same after the budget's cut, so the tokens a
+  copy would have taken are saved, not refilled (on a knowledge base with
+  copies, SmolLM2 read the refilled contexts worse than naive's repeats).
 * ``framing``: ``lean`` (blocks headed ``[n]``), ``numbered`` (``[n]`` plus
   the source), or ``minimal`` (plain passages and an uncited prompt).
 
@@ -53,7 +57,7 @@ START: dict[str, str] = {"amount": "fill", "order": "ends", "dedup": "containmen
 DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
     "amount": ("fill", "cap:150", "cap:250", "cap:400", "cap:600", "stop:0.4", "stop:0.6"),
     "order": ("ends", "first", "last"),
-    "dedup": ("containment", "exact", "none"),
+    "dedup": ("containment", "exact", "none", "saves-containment"),
     "framing": ("lean", "numbered", "minimal"),
 }
 
@@ -62,6 +66,8 @@ _DEDUP = {
     "exact": [{"type": "exact_dedup"}],
     "containment": [{"type": "exact_dedup"}, {"type": "containment_dedup"}],
 }
+#: ``saves-*``: the same dedup after the budget's cut, so what it frees is saved, never refilled.
+_SAVES = {f"saves-{k}": v for k, v in _DEDUP.items() if v}
 _FORMATS = ("lean", "numbered", "minimal")
 # Best last: a prior that rises with the position puts the k-th best chunk in the k-th last slot.
 _BEST_LAST = {
@@ -131,9 +137,10 @@ def candidate_config(
     if missing:
         raise ConfigError(f"setting {dict(setting)!r} lacks {', '.join(missing)}.")
     dedup = setting["dedup"]
-    if dedup not in _DEDUP:
+    if dedup not in _DEDUP and dedup not in _SAVES:
         raise ConfigError(
-            f"dedup {dedup!r} is not a setting.{did_you_mean(dedup, _DEDUP)} Use none, exact or containment.",
+            f"dedup {dedup!r} is not a setting.{did_you_mean(dedup, [*_DEDUP, *_SAVES])} Use none, exact, "
+            "containment, saves-exact or saves-containment.",
             loc=("dedup",),
         )
     framing = setting["framing"]
@@ -144,10 +151,13 @@ def candidate_config(
             loc=("framing",),
         )
     before, budget = _amount(setting["amount"])
+    first = [dict(s) for s in _DEDUP.get(dedup, [])]
+    after = [dict(s) for s in _SAVES.get(dedup, [])]
     stages = [
-        *(dict(s) for s in _DEDUP[dedup]),
+        *first,
         *before,
         {"type": "token_budget", "policy": "fill", **budget},
+        *after,
         _order(setting["order"], prior),
     ]
     return {"name": label(setting), "stages": stages, "format": framing}
