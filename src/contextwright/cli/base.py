@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperOption
 
+from contextwright.render.format import format_names
+from contextwright.stages.order import order_names
+
 _display_type = TyperOption.display_type_rich
 
 
@@ -70,14 +73,12 @@ QueryOpt = Annotated[str | None, typer.Option("--query", "-q", help="The query (
 ModelOpt = Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")]
 BudgetOpt = Annotated[int | None, typer.Option(help="Documents budget in tokens.")]
 PresetOpt = Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")]
-FormatOpt = Annotated[
-    str | None,
-    typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown, lean."),
-]
-OrderOpt = Annotated[
-    str | None,
-    typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
-]
+# The names come from the registries (render.format, stages.order): a new format or order stage
+# shows up here without an edit.
+FORMAT_HELP = ", ".join(format_names()) + "."
+ORDER_HELP = ", ".join(order_names()) + "."
+FormatOpt = Annotated[str | None, typer.Option("--format", "-f", help=FORMAT_HELP)]
+OrderOpt = Annotated[str | None, typer.Option(help=ORDER_HELP)]
 TokenizerOpt = Annotated[
     str | None,
     typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars."),
@@ -97,16 +98,13 @@ def check_budget_and_model(budget: int | None, model: str | None) -> None:
         )
     if model is None:
         return
-    import difflib
-
-    from contextwright.core.errors import ConfigError
+    from contextwright.core.errors import ConfigError, did_you_mean
     from contextwright.tokens.zones import get_model, list_models
 
     try:
         get_model(model)
     except ConfigError:
-        close = difflib.get_close_matches(model.lower(), [m.name for m in list_models()], n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        hint = did_you_mean(model, [m.name for m in list_models()], n=3, cutoff=0.5)
         fail(
             f"--model {model!r} is not a known model.{hint} Pass --budget N (and --tokenizer) "
             "instead; the known models: contextwright models."
