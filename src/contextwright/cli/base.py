@@ -63,6 +63,29 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def check_outputs(*outputs: tuple[str, str | Path | None]) -> None:
+    """Fail at once (exit 2) for an output path that cannot be written: before any work starts.
+
+    Each output is ``(option, path)``; ``None``, ``-`` and URLs (``s3://...``) are not checked
+    here, nor a directory output (a path ending in ``/``) that a writer creates.
+    """
+    import os
+
+    for option, value in outputs:
+        text = "" if value is None else str(value)
+        if not text or text == "-" or "://" in text or text.endswith(("/", os.sep)):
+            continue
+        path = Path(text)
+        where = f"cannot write {text!r} ({option})"
+        if path.is_dir():
+            fail(f"{where}: it is a folder; name a file, e.g. {str(path / 'out')!r}.")
+        parent = path.parent
+        if not parent.is_dir():
+            fail(f"{where}: the folder {str(parent)!r} does not exist; create it first (mkdir -p {parent}).")
+        if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            fail(f"{where}: permission denied.")
+
+
 def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 

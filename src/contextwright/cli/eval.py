@@ -11,6 +11,7 @@ from rich.markup import escape
 from contextwright.cli.base import (
     _csv,
     app,
+    check_outputs,
     err,
     fail,
 )
@@ -197,6 +198,7 @@ def eval_cmd(
         fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
     if engine not in ("local", "ray"):
         fail(f"--engine must be local or ray; got {engine!r}.")
+    check_outputs(("--json", json_out), ("--html", html_out), ("--prior-out", prior_out))
     names: list[str] = _csv(strategy) if strategy else default_strategies()
     handler = warnings_once()
     try:
