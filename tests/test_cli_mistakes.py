@@ -82,3 +82,175 @@ def test_an_output_that_is_a_folder_is_named(tmp_path: Path) -> None:
     )
     assert out.exit_code == 2
     assert f"cannot write '{tmp_path}' (--json): it is a folder" in one_line(out.stderr)
+
+
+# -- 5. an empty list: an empty context, said so -------------------------------------------
+
+
+def test_an_empty_list_gives_an_empty_context_and_a_warning(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]", encoding="utf-8")
+    out = runner.invoke(app, ["assemble", str(empty), "-q", "q", "--budget", "300", "--json"], env=WIDE)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["text"] == "" and data["citations"] == [] and data["report"]["input_chunks"] == 0
+    assert f"warning: {empty} holds no chunks (an empty list), so the context is empty." in out.stderr
+    text = runner.invoke(app, ["assemble", str(empty), "-q", "q", "--budget", "300"], env=WIDE)
+    assert text.exit_code == 0 and "holds no chunks" in text.stderr
+    assert "0 → 0 chunks · 0 → 0 tokens (budget 300)" in text.stderr
+
+
+# -- 6. a budget too small for any chunk ----------------------------------------------------
+
+
+@pytest.mark.parametrize("budget", [5, 20])
+def test_a_budget_too_small_for_any_chunk_warns_with_the_smallest_need(budget: int) -> None:
+    out = runner.invoke(app, ["assemble", str(EXAMPLE), "-q", "x-rays?", "--budget", str(budget)], env=WIDE)
+    assert out.exit_code == 0
+    message = one_line(out.stderr)
+    assert (
+        f"warning: budget {budget}: no chunk fits, so the context is empty; the smallest chunk needs"
+        in message
+    )
+    need = int(message.split("pass a budget of at least ")[1].split()[0])
+    fits = runner.invoke(app, ["assemble", str(EXAMPLE), "-q", "x-rays?", "--budget", str(need), "--json"])
+    assert json.loads(fits.stdout)["report"]["output_chunks"] == 1  # the figure it names is exact
+    assert "no chunk fits" not in fits.stderr
+
+
+def test_a_query_file_at_a_tiny_budget_warns_once(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["assemble", str(query_file(tmp_path)), "--budget", "5"], env=WIDE)
+    assert out.exit_code == 0
+    assert out.stderr.count("no chunk fits") == 1
+    assert "(logged once per process)" not in out.stderr
+
+
+# -- 7. a CSV file, a list of strings: the format named, the shape shown ---------------------
+
+
+def test_a_csv_file_is_named_as_csv_with_the_json_shape(tmp_path: Path) -> None:
+    csv = tmp_path / "chunks.csv"
+    csv.write_text("id,text\n1,Röntgen discovered x-rays\n", encoding="utf-8")
+    out = runner.invoke(app, ["assemble", str(csv), "-q", "q", "--budget", "300"], env=WIDE)
+    assert out.exit_code == 2
+    message = one_line(out.stderr)
+    assert "not valid JSON" in message and "It looks like CSV" in message
+    assert '[{"text": "...", "id": "...", "score": 0.9}, ...]' in message
+
+
+def test_a_list_of_strings_shows_the_text_object_it_needs(tmp_path: Path) -> None:
+    strings = tmp_path / "strings.json"
+    strings.write_text('["one passage", "another"]', encoding="utf-8")
+    out = runner.invoke(app, ["assemble", str(strings), "-q", "q", "--budget", "300"], env=WIDE)
+    assert out.exit_code == 2
+    message = one_line(out.stderr)
+    assert "[0] is a JSON string, not an object" in message
+    assert 'Wrap each string as {"text": "..."}' in message
+
+
+def test_a_python_object_is_named_with_its_article() -> None:
+    import contextwright
+    from contextwright.core.errors import InputError
+
+    with pytest.raises(InputError, match=r"chunks\[0\] is an object, not a chunk"):
+        contextwright.assemble("q", [object()], budget=100)
+
+
+# -- 10. a query file on stderr: every summary names its query; a closing line -------------
+
+
+def test_query_file_summaries_name_their_query_and_end_with_a_count(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["assemble", str(query_file(tmp_path)), "--budget", "300"], env=WIDE)
+    assert out.exit_code == 0
+    lines = out.stderr.splitlines()
+    assert [line.split(" · ")[0] for line in lines[:3]] == ["q-0", "q-1", "q-2"]
+    assert lines[3].startswith("assembled 3 queries in ") and len(lines) == 4
+    assert all(line == line.rstrip() for line in lines)  # no padding in a file
+    report = runner.invoke(
+        app, ["assemble", str(query_file(tmp_path)), "--budget", "300", "--report"], env=WIDE
+    )
+    titles = [line for line in report.stderr.splitlines() if " chunks · " in line]
+    assert [t.split(" · ")[0] for t in titles] == ["q-0", "q-1", "q-2"]
+    assert "1 chunks" not in report.stderr
+
+
+# -- 11. --query on a query file --------------------------------------------------------------
+
+
+def test_query_on_a_query_file_is_refused(tmp_path: Path) -> None:
+    queries = query_file(tmp_path)
+    out = runner.invoke(app, ["assemble", str(queries), "-q", "x", "--budget", "300"], env=WIDE)
+    assert out.exit_code == 2 and out.stdout == ""
+    assert (
+        f"error: --query would replace the question of every query in {queries}: a query file "
+        "carries its own questions." in one_line(out.stderr)
+    )
+
+
+# -- 13. piped tables: one row per line ------------------------------------------------------
+
+
+def test_piped_tables_keep_each_row_on_one_line() -> None:
+    models = runner.invoke(app, ["models"], env={"COLUMNS": "80"})
+    assert models.exit_code == 0
+    rows = [line for line in models.stdout.splitlines() if "hf:Qwen/Qwen2.5-72B-Instruct" in line]
+    assert len(rows) == 1 and "qwen2.5-72b-instruct" in rows[0] and "32,768" in rows[0]
+    presets = runner.invoke(app, ["presets"], env={"COLUMNS": "80"})
+    assert "…" not in presets.stdout
+    from contextwright.assembly.presets import list_presets
+
+    for name, description in list_presets().items():
+        row = next(line for line in presets.stdout.splitlines() if line.strip().startswith(name + " "))
+        assert description in row
+
+
+def test_a_redirected_error_is_one_line() -> None:
+    out = runner.invoke(app, ["assemble", str(EXAMPLE), "-q", "q", "--budget", "300", "--order", "bookends"])
+    assert out.exit_code == 2
+    assert out.stderr.count("\n") == 1, out.stderr
+
+
+# -- 8. no file, stdin a terminal: say that input is awaited ---------------------------------
+
+
+def test_assemble_says_it_reads_stdin_when_stdin_is_a_terminal() -> None:
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from ._pty import CLI
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "200", "TERM": "xterm"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "assemble", "--query", "who?", "--budget", "300"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while b"end with Ctrl-D" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1)
+            if ready:
+                seen += os.read(master, 4096)
+        assert b"reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D" in seen, seen
+        os.write(master, b'[{"text": "Wilhelm Roentgen discovered x-rays in 1895."}]\n')
+        os.write(master, b"\x04")  # Ctrl-D: the end of the input
+        stdout, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"Wilhelm Roentgen discovered x-rays in 1895." in stdout
+
+
+def test_assemble_from_a_pipe_says_nothing_about_stdin() -> None:
+    chunks = EXAMPLE.read_text(encoding="utf-8")
+    out = runner.invoke(app, ["assemble", "--query", "who?", "--budget", "300"], input=chunks)
+    assert out.exit_code == 0 and "reading chunks from stdin" not in out.stderr

@@ -126,6 +126,29 @@ def zero_budget_notes(budget: int, chunks: int) -> tuple[str, ...]:
     return (ZERO_BUDGET_NOTE,)
 
 
+def small_budget_notes(
+    budget: int, inputs: Sequence[Chunk], kept: int, meter: Meter, reports: Sequence[StageReport]
+) -> tuple[str, ...]:
+    """The warning, logged and noted, when a budget > 0 is too small for any one chunk.
+
+    Only when the budget emptied the context: chunks dropped as ``over_budget`` and none kept
+    (a relevance stop that keeps nothing says so in its own report).
+    """
+    if budget <= 0 or kept or not inputs:
+        return ()
+    if not any(d.reason == "over_budget" for r in reports for d in r.dropped):
+        return ()
+    need = min(meter.set_cost([c], 1) for c in inputs)
+    # One template: over many queries the CLI shows it once (the first call's figures).
+    template = (
+        "budget %s: no chunk fits, so the context is empty; the smallest chunk needs "
+        "%s tokens with its header: pass a budget of at least %s"
+    )
+    figures = (f"{budget:,}", f"{need:,}", f"{need:,}")
+    logger.warning(template, *figures, extra={"budget": budget, "chunks": len(inputs), "smallest": need})
+    return (template % figures,)
+
+
 def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
     """Put the input chunks left out for having no text first in the report (reason ``empty``)."""
     if empty:
@@ -362,18 +385,18 @@ class Pipeline:
                         "contextwright.dropped": len(drops),
                     }
                 )
-        reports.append(
-            StageReport(
-                stage="render",
-                chunks_in=len(current),
-                chunks_out=len(blocks),
-                dropped=tuple(drops),
-                tokens_in=tokens_now,
-                tokens_out=total,
-                ms=(time.perf_counter() - start) * 1000,
-                notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
-            )
+        render = StageReport(
+            stage="render",
+            chunks_in=len(current),
+            chunks_out=len(blocks),
+            dropped=tuple(drops),
+            tokens_in=tokens_now,
+            tokens_out=total,
+            ms=(time.perf_counter() - start) * 1000,
+            notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
         )
+        small = small_budget_notes(budget, inputs, len(blocks), meter, [*reports, render])
+        reports.append(replace(render, notes=(*render.notes, *small)) if small else render)
         report = Report(
             stages=tuple(reports),
             input_chunks=len(inputs) + len(empty),

@@ -32,7 +32,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+
+
+class _Stderr(Console):
+    """The console for messages: on a terminal wrapped to its width; redirected, one message a line.
+
+    A message in a log file stays whole (grep finds it); tables keep their own layout.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if all(isinstance(o, str) for o in objects) and not self.is_terminal:
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+
+err = _Stderr(stderr=True)
 
 
 def _version(value: bool) -> None:

@@ -191,7 +191,7 @@ class Report:
         stopped = any(d.reason == "below_relevance" for s in self.stages for d in s.dropped)
         saved = f"; {self.budget - self.tokens:,} saved" if stopped and self.tokens < self.budget else ""
         return (
-            f"{self.input_chunks} → {self.output_chunks} chunks · "
+            f"{self.input_chunks:,} → {self.output_chunks:,} chunk{'' if self.output_chunks == 1 else 's'} · "
             f"{self.input_tokens:,} → {self.tokens:,} tokens (budget {self.budget:,}{saved})"
         )
 
