@@ -254,3 +254,36 @@ def test_assemble_from_a_pipe_says_nothing_about_stdin() -> None:
     chunks = EXAMPLE.read_text(encoding="utf-8")
     out = runner.invoke(app, ["assemble", "--query", "who?", "--budget", "300"], input=chunks)
     assert out.exit_code == 0 and "reading chunks from stdin" not in out.stderr
+
+
+# -- 9. serve on a port in use -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["--port", "CONTEXTWRIGHT_PORT"])
+def test_serve_on_a_port_in_use_names_the_fix(how: str) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    pytest.importorskip("uvicorn")
+    from ._pty import CLI
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "200"}
+        args = ["serve"]
+        if how == "--port":
+            args += ["--port", str(port)]
+        else:
+            env["CONTEXTWRIGHT_PORT"] = str(port)
+        done = subprocess.run(
+            [sys.executable, "-c", CLI, *args], capture_output=True, text=True, env=env, timeout=60
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"error: port {port} on 127.0.0.1 is already in use (another contextwright serve?). "
+        "Pick another with --port N or CONTEXTWRIGHT_PORT=N, or stop the process using it.\n"
+    )
