@@ -287,3 +287,60 @@ def test_serve_on_a_port_in_use_names_the_fix(how: str) -> None:
         f"error: port {port} on 127.0.0.1 is already in use (another contextwright serve?). "
         "Pick another with --port N or CONTEXTWRIGHT_PORT=N, or stop the process using it.\n"
     )
+
+
+# -- 3. tokens sent against the budget, the same way for every preset; frugal's note --------
+
+
+def test_every_preset_shows_tokens_against_the_budget_the_same_way() -> None:
+    lines = {}
+    for preset in ("qa", "frugal", "chat"):
+        out = runner.invoke(
+            app,
+            [
+                "assemble",
+                str(EXAMPLE),
+                "-q",
+                "who discovered x-rays?",
+                "--preset",
+                preset,
+                "--budget",
+                "1000",
+            ],
+        )
+        assert out.exit_code == 0, out.output
+        lines[preset] = out.stderr.strip().splitlines()[-1]
+    for line in lines.values():
+        assert line.endswith(" unused)") and "(budget 1,000; " in line, lines
+        assert "saved" not in line
+
+
+def test_frugal_note_names_the_floor_and_where_the_threshold_comes_from(tmp_path: Path) -> None:
+    rows = [
+        {"id": "a", "text": "Wilhelm Roentgen found x-rays in 1895 while testing tubes.", "score": 10.0},
+        {"id": "b", "text": "The first Nobel Prize in Physics went to him in 1901.", "score": 9.0},
+        # under the threshold, but inside the 200-token floor: kept
+        {"id": "c", "text": "Marie Curie later won prizes in physics and chemistry.", "score": 1.0},
+    ]
+    path = tmp_path / "chunks.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    out = runner.invoke(
+        app,
+        ["assemble", str(path), "-q", "who?", "--preset", "frugal", "--budget", "1000", "--report"],
+        env=WIDE,
+    )
+    assert out.exit_code == 0, out.output
+    note = next(line for line in out.stderr.splitlines() if line.startswith("relevance_stop:"))
+    assert "threshold 2.8 = lowest 1 + min_relative 0.2 × (top 10 − lowest 1)" in note
+    assert "1 chunk under the threshold kept by the 200-token floor" in note
+
+
+def test_the_default_eval_table_has_a_tokens_column_and_a_one_line_footer(tmp_path: Path) -> None:
+    out = runner.invoke(app, ["eval", str(query_file(tmp_path)), "-s", "naive,qa,frugal", "-b", "300"])
+    assert out.exit_code == 0, out.output
+    header = next(line for line in out.stdout.splitlines() if "strategy" in line)
+    assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
+        "strategy", "budget", "ans%", "pos", "E[acc]%", "tokens", "red%", "p50 ms"
+    ]  # fmt: skip
+    footer = out.stdout.rstrip("\n").splitlines()[-1]
+    assert footer.startswith("3 queries (") and footer.endswith("· prior liu2024-gpt35-20doc")

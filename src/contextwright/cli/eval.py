@@ -100,6 +100,12 @@ def print_uncut(table: Any) -> None:
     needed = out.measure(table, options=out.options.update_width(1_000)).maximum
     if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
         out = Console(highlight=False, width=needed)
+    caption = table.caption
+    if isinstance(caption, str) and not out.is_terminal:  # a file: the footer on one line
+        table.caption = None
+        out.print(table)
+        out.print(caption, markup=False, soft_wrap=True)
+        return
     out.print(table)
 
 

@@ -143,7 +143,7 @@ def _caption(result: EvalResult) -> str:
 
 
 #: The headline metrics of the compact table (``contextwright eval`` without ``--wide``).
-HEADLINE = ("ans%", "pos", "E[acc]%", "red%", "p50 ms")
+HEADLINE = ("ans%", "pos", "E[acc]%", "tokens", "red%", "p50 ms")
 
 
 def render_table(result: EvalResult, *, title: str | None = None, wide: bool = True) -> Any:
