@@ -97,7 +97,7 @@ def test_an_empty_list_gives_an_empty_context_and_a_warning(tmp_path: Path) -> N
     assert f"warning: {empty} holds no chunks (an empty list), so the context is empty." in out.stderr
     text = runner.invoke(app, ["assemble", str(empty), "-q", "q", "--budget", "300"], env=WIDE)
     assert text.exit_code == 0 and "holds no chunks" in text.stderr
-    assert "0 → 0 chunks · 0 → 0 tokens (budget 300)" in text.stderr
+    assert "0 → 0 chunks · 0 → 0 tokens (budget 300; 300 unused)" in text.stderr
 
 
 # -- 6. a budget too small for any chunk ----------------------------------------------------
