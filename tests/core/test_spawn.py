@@ -83,3 +83,20 @@ def test_spawn_blocker_is_none_in_this_test_process() -> None:
     from contextwright.core.spawn import spawn_blocker
 
     assert spawn_blocker() is None  # pytest's entry point is guarded (or a -m __main__)
+
+
+def test_batch_workers_in_an_unguarded_script_run_in_process_with_one_warning(tmp_path: Path) -> None:
+    script = tmp_path / "batch_noguard.py"
+    script.write_text(
+        "import json\n"
+        "from contextwright.batch import assemble_many\n"
+        f"chunks = json.loads(open({str(EXAMPLE)!r}, encoding='utf-8').read())\n"
+        "rows = [{'id': f'q{i}', 'question': 'who?', 'chunks': chunks} for i in range(4)]\n"
+        "print(len(list(assemble_many(rows, budget=300, workers=2))))\n",
+        encoding="utf-8",
+    )
+    done = _python([str(script)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "4"
+    assert done.stderr.count("workers=2: batch_noguard.py has no") == 1, done.stderr[-2000:]
+    assert "assembling in this process instead (same rows)" in done.stderr
