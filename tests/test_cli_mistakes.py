@@ -344,3 +344,43 @@ def test_the_default_eval_table_has_a_tokens_column_and_a_one_line_footer(tmp_pa
     ]  # fmt: skip
     footer = out.stdout.rstrip("\n").splitlines()[-1]
     assert footer.startswith("3 queries (") and footer.endswith("· prior liu2024-gpt35-20doc")
+
+
+# -- 14. cosmetics -------------------------------------------------------------------------------
+
+
+def test_one_chunk_is_singular_and_table_numbers_have_separators(tmp_path: Path) -> None:
+    import re
+
+    out = runner.invoke(app, ["assemble", str(EXAMPLE), "-q", "x-rays?", "--budget", "40"], env=WIDE)
+    assert "7 → 1 chunk · 241 → " in out.stderr
+    big = tmp_path / "big.json"
+    rows = [
+        {"id": f"c{i}", "text": f"Passage {i} " + " ".join(f"word{i}x{j}" for j in range(150))}
+        for i in range(8)
+    ]
+    big.write_text(json.dumps(rows), encoding="utf-8")
+    report = runner.invoke(app, ["assemble", str(big), "-q", "x", "--budget", "1200", "--report"], env=WIDE)
+    assert report.exit_code == 0, report.output
+    summary = report.stderr.splitlines()[0]
+    first_row = next(line for line in report.stderr.splitlines() if "exact_dedup" in line)
+    total = re.search(r"· ([\d,]+) → ", summary)
+    assert total and "," in total[1] and f"{total[1]} → {total[1]}" in first_row  # 4,811 in both
+
+
+def test_frugal_note_writes_the_budget_as_the_summary_does(tmp_path: Path) -> None:
+    out = runner.invoke(
+        app,
+        ["assemble", str(query_file(tmp_path, 1)), "--preset", "frugal", "--budget", "1000", "--report"],
+        env=WIDE,
+    )
+    assert out.exit_code == 0
+    assert "budget 1000" not in out.stderr and "budget 1,000" in out.stderr
+
+
+def test_presets_on_a_terminal_fold_long_words_instead_of_cutting_them() -> None:
+    from ._pty import on_a_terminal
+
+    shown = on_a_terminal(["presets"])
+    assert "…" not in shown
+    assert max(len(line) for line in shown.splitlines()) <= 80
