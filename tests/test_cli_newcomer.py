@@ -144,7 +144,9 @@ def test_eval_prints_a_compact_table_and_everything_with_wide() -> None:
     args = ["eval", str(DEV_QUERIES), "--limit", "3", "--budget", "300,500", "--strategy", "naive,qa"]
     compact = runner.invoke(app, args, env=NARROW)
     assert compact.exit_code == 0, compact.output
-    assert widest(compact.stdout) <= 80, compact.stdout
+    *table, footer = compact.stdout.rstrip("\n").splitlines()
+    assert widest("\n".join(table)) <= 80, compact.stdout
+    assert footer.startswith("3 queries (") and "· prior " in footer  # one line in a file (issue 34)
     for header in ("strategy", "budget", "ans%", "pos", "E[acc]%", "red%", "p50 ms"):
         assert header in compact.stdout
     assert "hard ans%" not in compact.stdout

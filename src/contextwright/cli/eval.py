@@ -94,14 +94,17 @@ def _run_reader(
     return dataclasses.replace(result, reader=measured)
 
 
-def print_uncut(table: Any) -> None:
-    """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut."""
+def print_uncut(table: Any, *, footer_line: bool = False) -> None:
+    """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut.
+
+    ``footer_line``: in a pipe or a file, the caption is one line of its own (never wrapped).
+    """
     out = Console(highlight=False)
     needed = out.measure(table, options=out.options.update_width(1_000)).maximum
     if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
         out = Console(highlight=False, width=needed)
     caption = table.caption
-    if isinstance(caption, str) and not out.is_terminal:  # a file: the footer on one line
+    if footer_line and isinstance(caption, str) and not out.is_terminal:
         table.caption = None
         out.print(table)
         out.print(caption, markup=False, soft_wrap=True)
@@ -269,7 +272,7 @@ def _publish(result: Any, *, data: str, wide: bool, json_out: str | None, html_o
         err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
     for name, note in result.notes.items():
         err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
-    print_uncut(render_table(result, wide=wide))
+    print_uncut(render_table(result, wide=wide), footer_line=True)
     if result.reader is not None:
         from contextwright.eval.report import render_reader_table
 
