@@ -103,6 +103,13 @@ def test_an_empty_list_gives_an_empty_context_and_a_warning(tmp_path: Path) -> N
 # -- 6. a budget too small for any chunk ----------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _fresh_small_budget_warning() -> None:
+    from contextwright.assembly import pipeline
+
+    pipeline._SMALL_BUDGETS_LOGGED.clear()  # logged once per budget and process: each test is a new run
+
+
 @pytest.mark.parametrize("budget", [5, 20])
 def test_a_budget_too_small_for_any_chunk_warns_with_the_smallest_need(budget: int) -> None:
     out = runner.invoke(app, ["assemble", str(EXAMPLE), "-q", "x-rays?", "--budget", str(budget)], env=WIDE)
@@ -384,3 +391,15 @@ def test_presets_on_a_terminal_fold_long_words_instead_of_cutting_them() -> None
     shown = on_a_terminal(["presets"])
     assert "…" not in shown
     assert max(len(line) for line in shown.splitlines()) <= 80
+
+
+def test_the_small_budget_warning_is_logged_once_per_budget_and_noted_every_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import contextwright
+
+    chunks = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    with caplog.at_level("WARNING", logger="contextwright"):
+        contexts = [contextwright.assemble("x-rays?", chunks, budget=20) for _ in range(3)]
+    assert sum("no chunk fits" in r.getMessage() for r in caplog.records) == 1
+    assert all(any("no chunk fits" in n for n in c.report.stages[-1].notes) for c in contexts)

@@ -126,6 +126,10 @@ def zero_budget_notes(budget: int, chunks: int) -> tuple[str, ...]:
     return (ZERO_BUDGET_NOTE,)
 
 
+#: The budgets the "no chunk fits" warning was logged for (an eval at 20 tokens warns once, not per query).
+_SMALL_BUDGETS_LOGGED: set[int] = set()
+
+
 def small_budget_notes(
     budget: int, inputs: Sequence[Chunk], kept: int, meter: Meter, reports: Sequence[StageReport]
 ) -> tuple[str, ...]:
@@ -145,7 +149,9 @@ def small_budget_notes(
         "%s tokens with its header: pass a budget of at least %s"
     )
     figures = (f"{budget:,}", f"{need:,}", f"{need:,}")
-    logger.warning(template, *figures, extra={"budget": budget, "chunks": len(inputs), "smallest": need})
+    if budget not in _SMALL_BUDGETS_LOGGED:  # logged once per budget and process; noted every time
+        _SMALL_BUDGETS_LOGGED.add(budget)
+        logger.warning(template, *figures, extra={"budget": budget, "chunks": len(inputs), "smallest": need})
     return (template % figures,)
 
 
