@@ -14,7 +14,7 @@ from ._pty import on_a_terminal
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "chunks.json"
 runner = CliRunner()
-SUMMARY = re.compile(r"\d+ → \d+ chunks · [\d,]+ → [\d,]+ tokens \(budget [\d,]+\)")
+SUMMARY = re.compile(r"\d+ → \d+ chunks? · [\d,]+ → [\d,]+ tokens \(budget [\d,]+(?:; [\d,]+ unused)?\)")
 
 
 def test_the_summary_starts_its_own_line_after_the_context_on_a_terminal() -> None:

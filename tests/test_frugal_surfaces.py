@@ -45,7 +45,7 @@ def test_cli_assemble_report_names_the_stop_and_the_tokens_left(
     result = runner.invoke(app, ["assemble", str(src), "--preset", "frugal", "--budget", "1000", "--report"])
     assert result.exit_code == 0, result.output
     assert "relevance_stop" in result.output and "below_relevance" in result.output
-    assert "stopped after" in result.output and "saved)" in result.output
+    assert "stopped after" in result.output and "unused)" in result.output
 
 
 def test_cli_presets_lists_frugal() -> None:

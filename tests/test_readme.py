@@ -335,6 +335,8 @@ SHORTEN = [
         'load_queries("../shared/data/nq_bm25_dev300.jsonl.gz", limit=5)',
     ),
     ("[300, 1000], workers=2)", "[300, 1000], workers=1)"),
+    # docs/eval.md's guarded example: the block runs in a namespace named readme_N, not __main__
+    ('if __name__ == "__main__":  # workers=2', "if True:  # workers=2"),
 ]
 
 

@@ -129,7 +129,7 @@ def test_report_summary_and_reasons() -> None:
     report = Report(
         stages=(stage.report,), input_chunks=20, input_tokens=1912, output_chunks=11, tokens=996, budget=1000
     )
-    assert report.summary() == "20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)"
+    assert report.summary() == "20 → 11 chunks · 1,912 → 996 tokens (budget 1,000; 4 unused)"
     assert report.reasons() == {"over_budget": 1, "duplicate_of": 1}
     assert report.to_dict()["stages"][0]["dropped"][1] == {
         "chunk_id": "b",

@@ -47,7 +47,7 @@ ALIASES: dict[str, dict[str, str]] = {
     },
     "contextwright.errors": dict.fromkeys(
         (
-            "AssemblyCancelled BudgetError CompressionError ConfigError ContextwrightError "
+            "AssemblyCancelled BudgetError CompressionError ConfigError ContextwrightError DeadlineExceeded "
             "HistoryBudgetError InputError LLMError MissingDependencyError StoreError TokenizerError "
             "did_you_mean missing_extra"
         ).split(),

@@ -82,14 +82,20 @@ def test_best_last_puts_the_top_chunk_last() -> None:
 def test_dedup_that_saves_does_not_refill_the_budget_with_lower_ranked_text() -> None:
     copy = {"id": "copy", "text": CHUNKS[0]["text"], "score": 0.95}
     chunks = [CHUNKS[0], copy, *CHUNKS[1:]]
-    refill = contextwright.assemble("value?", chunks, preset=candidate_config({**START, "amount": "cap:250"}), budget=1000)
+    refill = contextwright.assemble(
+        "value?", chunks, preset=candidate_config({**START, "amount": "cap:250"}), budget=1000
+    )
     saves = contextwright.assemble(
-        "value?", chunks, preset=candidate_config({**START, "amount": "cap:250", "dedup": "saves-containment"}),
+        "value?",
+        chunks,
+        preset=candidate_config({**START, "amount": "cap:250", "dedup": "saves-containment"}),
         budget=1000,
     )
     assert {d.chunk_id for d in saves.report.dropped if d.reason == "duplicate_of"} == {"copy"}
     assert saves.tokens < refill.tokens <= 250  # the copy's tokens are saved, not spent on c2, c3, ...
-    assert {i for c in saves.citations for i in c.chunk_ids} < {i for c in refill.citations for i in c.chunk_ids}
+    assert {i for c in saves.citations for i in c.chunk_ids} < {
+        i for c in refill.citations for i in c.chunk_ids
+    }
     assert _accounted(saves) == {c["id"] for c in chunks}
 
 

@@ -112,7 +112,7 @@ def test_the_widest_numbers_still_fit_80_columns() -> None:
         return ReaderSummary(
             strategy=name, budget=budget, queries=1000, answered=1000, failed=1000, accuracy=1.0,
             accuracy_low=0.999, accuracy_high=1.0, exact=1.0, delta=-1.0, delta_low=-1.0, delta_high=1.0,
-            p_value=1.2e-19, paired=1000, cite_share=1.0, cite_precision=1.0, tokens_mean=10_000.0,
+            p_value=1.2e-19, paired=1000, cite_share=1.0, cite_precision=1.0, bare_share=1.0, tokens_mean=10_000.0,
             prompt_tokens_mean=None, latency_p50_ms=12_345.6, latency_p95_ms=None,
         )  # fmt: skip
 

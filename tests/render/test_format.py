@@ -160,7 +160,7 @@ def test_template_errors_are_config_errors() -> None:
 
 
 def test_unknown_format_lists_valid_names() -> None:
-    with pytest.raises(ConfigError, match=r"unknown format 'html'; valid: minimal, numbered, xml"):
+    with pytest.raises(ConfigError, match=r"unknown format 'html'. Valid: minimal, numbered, xml"):
         get_format("html")
     with pytest.raises(ConfigError, match=r"XmlFormat\.attributes"):
         XmlFormat(attributes=("color",))

@@ -99,7 +99,7 @@ def test_every_relevance_order_is_a_permutation_with_the_best_first(scores: list
 def test_order_stage_by_name_and_error() -> None:
     assert isinstance(order_stage("lost-in-the-middle"), LostInTheMiddleOrder)
     assert isinstance(order_stage("relevance"), ScoreOrder)
-    with pytest.raises(ConfigError, match=r"unknown order 'random'; valid: relevance"):
+    with pytest.raises(ConfigError, match=r"unknown order 'random'. Valid: auto, bookend"):
         order_stage("random")
 
 

@@ -128,6 +128,35 @@ def zero_budget_notes(budget: int, chunks: int) -> tuple[str, ...]:
     return (ZERO_BUDGET_NOTE,)
 
 
+#: The budgets the "no chunk fits" warning was logged for (an eval at 20 tokens warns once, not per query).
+_SMALL_BUDGETS_LOGGED: set[int] = set()
+
+
+def small_budget_notes(
+    budget: int, inputs: Sequence[Chunk], kept: int, meter: Meter, reports: Sequence[StageReport]
+) -> tuple[str, ...]:
+    """The warning, logged and noted, when a budget > 0 is too small for any one chunk.
+
+    Only when the budget emptied the context: chunks dropped as ``over_budget`` and none kept
+    (a relevance stop that keeps nothing says so in its own report).
+    """
+    if budget <= 0 or kept or not inputs:
+        return ()
+    if not any(d.reason == "over_budget" for r in reports for d in r.dropped):
+        return ()
+    need = min(meter.set_cost([c], 1) for c in inputs)
+    # One template: over many queries the CLI shows it once (the first call's figures).
+    template = (
+        "budget %s: no chunk fits, so the context is empty; the smallest chunk needs "
+        "%s tokens with its header: pass a budget of at least %s"
+    )
+    figures = (f"{budget:,}", f"{need:,}", f"{need:,}")
+    if budget not in _SMALL_BUDGETS_LOGGED:  # logged once per budget and process; noted every time
+        _SMALL_BUDGETS_LOGGED.add(budget)
+        logger.warning(template, *figures, extra={"budget": budget, "chunks": len(inputs), "smallest": need})
+    return (template % figures,)
+
+
 def _report_empty(reports: list[StageReport], empty: list[Drop], kept: int) -> None:
     """Put the input chunks left out for having no text first in the report (reason ``empty``)."""
     if empty:
@@ -364,18 +393,18 @@ class Pipeline:
                         "contextwright.dropped": len(drops),
                     }
                 )
-        reports.append(
-            StageReport(
-                stage="render",
-                chunks_in=len(current),
-                chunks_out=len(blocks),
-                dropped=tuple(drops),
-                tokens_in=tokens_now,
-                tokens_out=total,
-                ms=(time.perf_counter() - start) * 1000,
-                notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
-            )
+        render = StageReport(
+            stage="render",
+            chunks_in=len(current),
+            chunks_out=len(blocks),
+            dropped=tuple(drops),
+            tokens_in=tokens_now,
+            tokens_out=total,
+            ms=(time.perf_counter() - start) * 1000,
+            notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
         )
+        small = small_budget_notes(budget, inputs, len(blocks), meter, [*reports, render])
+        reports.append(replace(render, notes=(*render.notes, *small)) if small else render)
         report = Report(
             stages=tuple(reports),
             input_chunks=len(inputs) + len(empty),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 from collections import deque
@@ -15,7 +16,10 @@ from contextwright.batch.rows import (
     RowAssembler,
 )
 from contextwright.core.errors import ConfigError
+from contextwright.core.spawn import spawn_blocker
 from contextwright.inputs.readers import batched
+
+logger = logging.getLogger(__name__)
 
 LOCAL: dict[str, RowAssembler] = {}
 
@@ -84,6 +88,16 @@ def assemble_many(
         raise ConfigError(f"batch_size must be a positive integer; got {batch_size!r}.")
     local = RowAssembler(s)  # validates the settings here, with a readable error
     numbered = ((f"queries[{i}]", row) for i, row in enumerate(queries))
+    blocker = spawn_blocker() if n > 1 else None
+    if blocker is not None:  # spawned workers would restart forever: run here, say so once
+        logger.warning(
+            "workers=%s: %s; assembling in this process instead (same rows). To use workers, run "
+            'a script file with the call under `if __name__ == "__main__":`',
+            n,
+            blocker,
+            extra={"workers": n},
+        )
+        n = 1
     if n == 1:
         for where, row in numbered:
             yield local(row, where)

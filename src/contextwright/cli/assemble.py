@@ -34,6 +34,7 @@ from contextwright.cli.output import (
     print_report,
     read_history,
     read_json_file,
+    summary_line,
     warn_no_query,
     warnings_once,
 )
@@ -147,10 +148,12 @@ def assemble_cmd(
         bar = QueryProgress(enabled=err.is_terminal and not sys.stdout.isatty())
         outputs = read_json_file(tools, "--tools", "a JSON list of {name, content}") if tools else None
         before = read_json_file(previous, "--previous", "the previous --json output") if previous else None
+        if file == "-" and sys.stdin.isatty():  # a blank screen would look like a hang
+            err.print(STDIN_NOTE, highlight=False)
         for n, item in enumerate(read_items(file, limit=limit)):
+            if n == 0:
+                _check_first(item, file, query, assembler)
             q = query if query is not None else item.query
-            if not q and not item.id and n == 0:
-                warn_no_query(file, assembler)
             if dry_run:
                 print_plan(assembler.plan(q, item.chunks, history=turns), item.id, q, as_json=as_json)
                 bar.advance(n + 1)
@@ -158,13 +161,36 @@ def assemble_cmd(
             ctx = assembler.assemble(q, item.chunks, history=turns, tools=outputs, previous=before)
             _print_context(ctx, item.id, q, first=n == 0, out=out, as_json=as_json, report=report)
             if report:
-                print_report(ctx)
+                print_report(ctx, item.id)
             bar.advance(n + 1)
         bar.stop()
     except ContextwrightError as exc:
         fail(str(exc))
     finally:
         logging.getLogger("contextwright").removeHandler(handler)
+
+
+STDIN_NOTE = (
+    "reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D, "
+    "or pass a file: contextwright assemble chunks.json -q ..."
+)
+
+
+def _check_first(item: Any, file: str, query: str | None, assembler: Any) -> None:
+    """Refuse --query on a query file; warn about an empty list, or chunks without a query."""
+    name = "stdin" if file == "-" else file
+    if query is not None and (item.id or item.query):
+        fail(
+            f"--query would replace the question of every query in {name}: a query file carries "
+            "its own questions. Leave --query out, or pass a list of chunks with --query."
+        )
+    if not item.id and not item.chunks:
+        err.print(
+            f"[yellow]warning:[/] {escape(name)} holds no chunks (an empty list), so the context is empty.",
+            highlight=False,
+        )
+    elif not (query or item.query) and not item.id:
+        warn_no_query(file, assembler)
 
 
 def _print_context(
@@ -184,7 +210,7 @@ def _print_context(
         # The context always ends its line, so the summary on stderr starts a line of its own.
         sys.stdout.write(ctx.text if ctx.text.endswith("\n") else ctx.text + "\n")
         sys.stdout.flush()
-        if not report:  # --report's table has the summary as its title: say it once
-            err.print(f"[dim]{escape(ctx.report.summary())}[/]")
+        if not report:  # --report prints the summary above its table: say it once
+            err.print(f"[dim]{escape(summary_line(ctx, item_id))}[/]", highlight=False)
         if ctx.report.history is not None:
             err.print(f"[dim]{escape(history_line(ctx.report.history))}[/]")

@@ -10,6 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperOption
 
+from contextwright.render.format import format_names
+from contextwright.stages.order import order_names
+
 _display_type = TyperOption.display_type_rich
 
 
@@ -29,7 +32,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+
+
+class _Stderr(Console):
+    """The console for messages: on a terminal wrapped to its width; redirected, one message a line.
+
+    A message in a log file stays whole (grep finds it); tables keep their own layout.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if all(isinstance(o, str) for o in objects) and not self.is_terminal:
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+
+err = _Stderr(stderr=True)
 
 
 def _version(value: bool) -> None:
@@ -60,6 +77,29 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def check_outputs(*outputs: tuple[str, str | Path | None]) -> None:
+    """Fail at once (exit 2) for an output path that cannot be written: before any work starts.
+
+    Each output is ``(option, path)``; ``None``, ``-`` and URLs (``s3://...``) are not checked
+    here, nor a directory output (a path ending in ``/``) that a writer creates.
+    """
+    import os
+
+    for option, value in outputs:
+        text = "" if value is None else str(value)
+        if not text or text == "-" or "://" in text or text.endswith(("/", os.sep)):
+            continue
+        path = Path(text)
+        where = f"cannot write {text!r} ({option})"
+        if path.is_dir():
+            fail(f"{where}: it is a folder; name a file, e.g. {str(path / 'out')!r}.")
+        parent = path.parent
+        if not parent.is_dir():
+            fail(f"{where}: the folder {str(parent)!r} does not exist; create it first (mkdir -p {parent}).")
+        if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            fail(f"{where}: permission denied.")
+
+
 def _csv(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
@@ -70,14 +110,12 @@ QueryOpt = Annotated[str | None, typer.Option("--query", "-q", help="The query (
 ModelOpt = Annotated[str | None, typer.Option(help="Model name: sets tokenizer and zone budget.")]
 BudgetOpt = Annotated[int | None, typer.Option(help="Documents budget in tokens.")]
 PresetOpt = Annotated[str, typer.Option(help="Preset name or path to a .toml/.json config.")]
-FormatOpt = Annotated[
-    str | None,
-    typer.Option("--format", "-f", help="minimal, numbered, xml, grouped, sources, markdown, lean."),
-]
-OrderOpt = Annotated[
-    str | None,
-    typer.Option(help="relevance, chronological, lost_in_the_middle, bookend, document, auto."),
-]
+# The names come from the registries (render.format, stages.order): a new format or order stage
+# shows up here without an edit.
+FORMAT_HELP = ", ".join(format_names()) + "."
+ORDER_HELP = ", ".join(order_names()) + "."
+FormatOpt = Annotated[str | None, typer.Option("--format", "-f", help=FORMAT_HELP)]
+OrderOpt = Annotated[str | None, typer.Option(help=ORDER_HELP)]
 TokenizerOpt = Annotated[
     str | None,
     typer.Option(help="Tokenizer: cl100k_base, o200k_base, hf:NAME, path/tokenizer.json, chars."),
@@ -97,16 +135,13 @@ def check_budget_and_model(budget: int | None, model: str | None) -> None:
         )
     if model is None:
         return
-    import difflib
-
-    from contextwright.core.errors import ConfigError
+    from contextwright.core.errors import ConfigError, did_you_mean
     from contextwright.tokens.zones import get_model, list_models
 
     try:
         get_model(model)
     except ConfigError:
-        close = difflib.get_close_matches(model.lower(), [m.name for m in list_models()], n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        hint = did_you_mean(model, [m.name for m in list_models()], n=3, cutoff=0.5)
         fail(
             f"--model {model!r} is not a known model.{hint} Pass --budget N (and --tokenizer) "
             "instead; the known models: contextwright models."

@@ -19,6 +19,7 @@ from contextwright.cli.base import (
     TokenizerOpt,
     app,
     check_budget_and_model,
+    check_outputs,
     err,
     fail,
     store_flag,
@@ -89,6 +90,7 @@ def batch_cmd(
     if out_format not in (None, "jsonl", "jsonl.gz", "parquet"):
         fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
     check_budget_and_model(budget, model)
+    check_outputs(("OUTPUT", output), ("--errors", errors))
     settings = BatchSettings(
         preset=preset,
         model=model,
@@ -164,6 +166,7 @@ def dedup_corpus_cmd(
     from contextwright.batch.corpus_dedup import iter_texts, near_duplicate_pairs
     from contextwright.core.errors import ContextwrightError
 
+    check_outputs(("--out", out))
     found: dict[int, tuple[str, str]] = {}
 
     def reread(positions: set[int]) -> dict[int, str]:

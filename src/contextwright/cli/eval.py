@@ -11,6 +11,7 @@ from rich.markup import escape
 from contextwright.cli.base import (
     _csv,
     app,
+    check_outputs,
     err,
     fail,
 )
@@ -93,12 +94,21 @@ def _run_reader(
     return dataclasses.replace(result, reader=measured)
 
 
-def print_uncut(table: Any) -> None:
-    """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut."""
+def print_uncut(table: Any, *, footer_line: bool = False) -> None:
+    """Print a table on stdout; wider than the terminal (or a pipe's 80 columns) rather than cut.
+
+    ``footer_line``: in a pipe or a file, the caption is one line of its own (never wrapped).
+    """
     out = Console(highlight=False)
     needed = out.measure(table, options=out.options.update_width(1_000)).maximum
     if out.width < needed:  # a pipe or a narrow terminal: never cut numbers to "…"
         out = Console(highlight=False, width=needed)
+    caption = table.caption
+    if footer_line and isinstance(caption, str) and not out.is_terminal:
+        table.caption = None
+        out.print(table)
+        out.print(caption, markup=False, soft_wrap=True)
+        return
     out.print(table)
 
 
@@ -197,6 +207,7 @@ def eval_cmd(
         fail(f"--budget must be comma-separated integers, e.g. 300,500,1000; got {budget!r}.")
     if engine not in ("local", "ray"):
         fail(f"--engine must be local or ray; got {engine!r}.")
+    check_outputs(("--json", json_out), ("--html", html_out), ("--prior-out", prior_out))
     names: list[str] = _csv(strategy) if strategy else default_strategies()
     handler = warnings_once()
     try:
@@ -239,6 +250,13 @@ def _report_reader(measured: Any, prior_out: str | None) -> None:
     import json
     from pathlib import Path
 
+    for s in measured.summaries:  # the bare% column is in --wide; a prompt that draws them is said here too
+        if s.bare_share is not None and s.bare_share > 0.03:
+            err.print(
+                f"[yellow]reader: {100 * s.bare_share:.0f} % of {escape(s.strategy)}'s replies at {s.budget} are a "
+                "citation and nothing else (bare%, --wide): the prompt drew a citation instead of an answer.[/]",
+                highlight=False,
+            )
     failed = measured.meta.get("failed", 0)
     if failed:
         err.print(
@@ -261,7 +279,7 @@ def _publish(result: Any, *, data: str, wide: bool, json_out: str | None, html_o
         err.print(f"[yellow]skipped {escape(name)}:[/] {escape(reason)}", highlight=False)
     for name, note in result.notes.items():
         err.print(f"[yellow]note {escape(name)}:[/] {escape(note)}", highlight=False)
-    print_uncut(render_table(result, wide=wide))
+    print_uncut(render_table(result, wide=wide), footer_line=True)
     if result.reader is not None:
         from contextwright.eval.report import render_reader_table
 

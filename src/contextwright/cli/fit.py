@@ -137,9 +137,9 @@ def fit_cmd(
 
 def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
     """:func:`~contextwright.eval.fit.fit_profile` with a progress bar per stage; Ctrl-C exits 130, replies kept."""
-    from contextwright.eval.fit import fit_profile
-
     import time
+
+    from contextwright.eval.fit import fit_profile
 
     with reader as rd, _progress_bar() as bar:
         tasks: dict[str, Any] = {}
@@ -150,7 +150,9 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done, total=total)
             now = time.monotonic()
-            if not err.is_terminal and (done == total or now - said[0] > 30):  # a log gets a line now and then
+            if not err.is_terminal and (
+                done == total or now - said[0] > 30
+            ):  # a log gets a line now and then
                 said[0] = now
                 err.print(f"{stage}: {done}/{total} replies", highlight=False)
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from contextwright.cli.base import (
     DbOpt,
     app,
+    check_outputs,
     err,
     fail,
     new_sqlite_file,
@@ -49,6 +50,7 @@ def index_cmd(
             "postgresql://..."
         )
     new_file = new_sqlite_file(url)
+    check_outputs(("--store", new_file))
     start = time.perf_counter()
     try:
         with (

@@ -12,6 +12,7 @@ from rich.markup import escape
 from contextwright.cli.base import (
     app,
 )
+from contextwright.cli.output import print_table
 
 
 @app.command("presets")
@@ -30,7 +31,8 @@ def presets_cmd(
         return
     table = Table(show_lines=False)
     for col in ("preset", "stages", "format", "description"):
-        table.add_column(col, no_wrap=col in ("preset", "format"))
+        # a long word (exact/overlap/containment) folds onto the next line rather than end in "…"
+        table.add_column(col, no_wrap=col in ("preset", "format"), overflow="fold")
     for name, description in list_presets().items():
         config = get_preset(name)
         stages = " → ".join(str(s.get("type")) for s in config.get("stages", []))
@@ -38,7 +40,7 @@ def presets_cmd(
         shown = fmt if isinstance(fmt, str) else str(fmt.get("type"))
         # Plain text: "[n]" in a description is a citation label, not Rich markup.
         table.add_row(escape(name), escape(stages), escape(shown), escape(description))
-    Console(highlight=False).print(table)
+    print_table(table)
 
 
 @app.command("models")
@@ -72,6 +74,6 @@ def models_cmd(
             mark = notes.setdefault(m.tokenizer_note, "*" * (len(notes) + 1))
         table.add_row(m.name, f"{m.context_window:,}", f"{m.max_output:,}", m.tokenizer + mark)
     console = Console(highlight=False)
-    console.print(table)
+    print_table(table, console=console)
     for note, mark in notes.items():
         console.print(f"{mark} {note}", markup=False)

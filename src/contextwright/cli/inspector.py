@@ -21,6 +21,7 @@ from contextwright.cli.base import (
     TokenizerOpt,
     app,
     build_assembler,
+    check_outputs,
     err,
     fail,
     store_flag,
@@ -50,6 +51,7 @@ def inspect_cmd(
     from contextwright.core.errors import ContextwrightError
     from contextwright.inputs.readers import read_items
 
+    check_outputs(("--html", html))
     try:
         assembler = build_assembler(
             preset,

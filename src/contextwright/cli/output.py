@@ -14,11 +14,27 @@ from contextwright.cli.base import (
 )
 
 
+def print_table(table: Any, *, console: Console | None = None) -> None:
+    """A table on stdout: fitted to a terminal; in a pipe or a file, one row per line, never wrapped.
+
+    ``contextwright models | grep Qwen2.5-72B-Instruct`` must find the name whole.
+    """
+    from rich import box
+
+    out = console or Console(highlight=False)
+    if not out.is_terminal:
+        table.box = box.SIMPLE_HEAD  # no side borders to grep around
+        needed = out.measure(table, options=out.options.update_width(10_000)).maximum
+        out = Console(highlight=False, width=max(needed, 1), file=out.file)
+    out.print(table)
+
+
 class QueryProgress:
     """A bar over the queries of a query file, on a terminal only (stdout piped, stderr a TTY).
 
     ``advance(done)`` is called after each query; the bar appears from the second one, and
-    ``stop()`` leaves one line with the full count and the time taken.
+    ``stop()`` leaves one line with the full count and the time taken, whenever there were
+    two queries or more (on a terminal or not).
     """
 
     def __init__(self, *, enabled: bool) -> None:
@@ -49,13 +65,13 @@ class QueryProgress:
         self.bar.update(self.task, completed=done)
 
     def stop(self) -> None:
-        if self.bar is None:
-            return
         import time
 
-        elapsed = time.perf_counter() - self.start
-        self.bar.stop()
-        err.print(f"assembled {self.done:,} queries in {elapsed:.1f} s", highlight=False)
+        if self.bar is not None:
+            self.bar.stop()
+        if self.done >= 2:
+            elapsed = time.perf_counter() - self.start
+            err.print(f"assembled {self.done:,} queries in {elapsed:.1f} s", highlight=False)
 
 
 def warn_no_query(file: str, assembler: Any) -> None:
@@ -131,7 +147,7 @@ def print_plan(plan: Any, item_id: str | None, q: str, *, as_json: bool) -> None
     zones = " · ".join(f"{k} {v:,}" for k, v in plan.zones.items() if v)
     out.print(f"zones: {zones or f'documents {plan.budget:,}'}", markup=False)
     out.print(
-        f"{plan.input_chunks} → {len(plan.chunks)} chunks · {plan.input_tokens:,} → {plan.tokens:,} tokens "
+        f"{plan.input_chunks:,} → {len(plan.chunks):,} chunk{'' if len(plan.chunks) == 1 else 's'} · {plan.input_tokens:,} → {plan.tokens:,} tokens "
         f"(budget {plan.budget:,}) · {'fits whole' if plan.fits else 'does not fit whole'}",
         markup=False,
     )
@@ -145,22 +161,24 @@ def print_plan(plan: Any, item_id: str | None, q: str, *, as_json: bool) -> None
         out.print(history_line(plan.history), markup=False)
 
 
-def print_report(ctx: Any) -> None:
-    """The per-stage report as a Rich table on stderr."""
+def print_report(ctx: Any, item_id: str | None = None) -> None:
+    """The per-stage report as a Rich table on stderr, after its summary line (naming the query)."""
     from collections import Counter
 
     from rich.table import Table
 
+    # The summary is a line of its own (a table title is padded to the table's width).
+    err.print(escape(summary_line(ctx, item_id)), highlight=False)
     # Counts by reason fit 80 columns; every chunk id with its reason is in --json.
-    table = Table(title=escape(ctx.report.summary()), title_justify="left")
-    for col in ("stage", "chunks", "tokens", "ms", "dropped / changed"):
-        table.add_column(col, justify="right" if col == "ms" else "left", no_wrap=col != "dropped / changed")
+    table = Table()
+    for col in ("stage", "chunks", "tokens", "ms", "dropped, changed"):
+        table.add_column(col, justify="right" if col == "ms" else "left", no_wrap=col != "dropped, changed")
     for s in ctx.report.stages:
         counts = Counter(d.reason for d in s.dropped) + Counter(c.action for c in s.changed)
         table.add_row(
             escape(s.stage),
-            f"{s.chunks_in} → {s.chunks_out}",
-            f"{s.tokens_in} → {s.tokens_out}" if s.tokens_in is not None else "",
+            f"{s.chunks_in:,} → {s.chunks_out:,}",
+            f"{s.tokens_in:,} → {s.tokens_out:,}" if s.tokens_in is not None else "",
             f"{s.ms:.2f}",
             escape(", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))),
         )
@@ -170,6 +188,12 @@ def print_report(ctx: Any) -> None:
             err.print(f"{escape(s.stage)}: {escape(note)}")
     if ctx.report.dropped:
         err.print("[dim]every dropped chunk with its reason: --json (report.stages[].dropped)[/]")
+
+
+def summary_line(ctx: Any, item_id: str | None = None) -> str:
+    """The report's one-line summary, after the query's id when it has one (a query file)."""
+    summary = str(ctx.report.summary())
+    return f"{item_id} · {summary}" if item_id else summary
 
 
 def progress_bar(label: str, unit: str) -> Any:
@@ -197,7 +221,8 @@ def progress_bar(label: str, unit: str) -> Any:
 def warnings_once() -> Any:
     """A handler on the ``contextwright`` logger that prints each distinct warning once on stderr.
 
-    A stage warns once per call; over hundreds of queries, each distinct warning is shown once.
+    A stage warns once per call; over hundreds of queries, each distinct warning is shown once
+    (a warning logged from a template with arguments, once per template).
     The caller removes it (``logging.getLogger("contextwright").removeHandler``).
     """
     import logging
@@ -206,10 +231,12 @@ def warnings_once() -> Any:
 
     class Once(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            key = (record.name, record.getMessage())
+            key = (record.name, str(record.msg))
             if key not in seen:
                 seen.add(key)
-                err.print(f"[yellow]warning:[/] {escape(key[1])} [dim](shown once)[/]", highlight=False)
+                # "(shown once)" says it; the library's own "(logged once per process)" would repeat it
+                text = record.getMessage().replace(" (logged once per process)", "")
+                err.print(f"[yellow]warning:[/] {escape(text)} [dim](shown once)[/]", highlight=False)
 
     handler = Once(logging.WARNING)
     logging.getLogger("contextwright").addHandler(handler)

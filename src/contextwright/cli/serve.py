@@ -12,6 +12,25 @@ from contextwright.cli.base import (
 )
 
 
+def _check_port(host: str, port: int) -> None:
+    """Fail with a hint (exit 2) when the port is taken, before uvicorn says only "Errno 98"."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # uvicorn reports other bind errors (a bad host) itself
+            fail(
+                f"port {port} on {host} is already in use (another contextwright serve?). "
+                "Pick another with --port N or CONTEXTWRIGHT_PORT=N, or stop the process using it."
+            )
+
+
 @app.command("serve")
 def serve_cmd(
     host: Annotated[str | None, typer.Option(help="Interface to bind (default 127.0.0.1).")] = None,
@@ -34,6 +53,7 @@ def serve_cmd(
         fail("the service needs the 'service' extra: pip install 'contextwright[service]'")
     try:
         cfg = ServiceConfig.load(config, host=host, port=port, workers=workers, log_level=log_level)
+        _check_port(cfg.host, cfg.port)
         if cfg.workers == 1:
             uvicorn.run(
                 create_app(cfg),

@@ -158,9 +158,17 @@ def located(*prefix: str | int) -> Iterator[None]:
         raise
 
 
-def did_you_mean(name: str, valid: Iterable[str]) -> str:
-    """``" Did you mean 'format'?"`` for the valid name closest to ``name`` (difflib), or ``""`` when none is close."""
+def did_you_mean(name: str, valid: Iterable[str], *, n: int = 1, cutoff: float = 0.6) -> str:
+    """``" Did you mean 'format'?"`` for the valid name closest to ``name`` (difflib), or ``""`` when none is close.
+
+    The one suggestion helper of the library, the CLI and the service: case-insensitive.
+    """
     import difflib
 
-    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    # Case and "-"/"_" never decide: "QA" means "qa", "lost-in-the-middle" means "lost_in_the_middle".
+    folded: dict[str, str] = {}
+    for v in valid:
+        folded.setdefault(str(v).replace("-", "_").lower(), str(v))
+    key = str(name).replace("-", "_").lower()
+    close = [key] if key in folded else difflib.get_close_matches(key, list(folded), n=n, cutoff=cutoff)
+    return f" Did you mean {', '.join(repr(folded[c]) for c in close)}?" if close else ""

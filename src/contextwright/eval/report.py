@@ -145,7 +145,7 @@ def _caption(result: EvalResult) -> str:
 
 
 #: The headline metrics of the compact table (``contextwright eval`` without ``--wide``).
-HEADLINE = ("ans%", "pos", "E[acc]%", "red%", "p50 ms")
+HEADLINE = ("ans%", "pos", "E[acc]%", "tokens", "red%", "p50 ms")
 
 
 def render_table(result: EvalResult, *, title: str | None = None, wide: bool = True) -> Any:
@@ -225,7 +225,7 @@ def _reader_caption(reader: ReaderResult) -> str:
 
 
 #: The headline columns of the compact reader table (``contextwright eval --reader`` without ``--wide``).
-READER_HEADLINE = ("n", "acc%", "95% CI", "Δ naive", "Δ 95% CI", "p", "bare%")
+READER_HEADLINE = ("n", "acc%", "95% CI", "Δ naive", "Δ 95% CI", "p")
 
 
 def _short_p(cell: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from contextwright.core.errors import ConfigError
+from contextwright.core.spawn import spawn_blocker
 from contextwright.eval.data import EvalQuery
 from contextwright.eval.metrics import (
     chunk_retention,
@@ -492,7 +493,11 @@ def evaluate(
             they must be picklable.
         corpus: A chunk corpus JSONL(.gz); opens an in-memory SQLite store as
             the ``store`` resource (in each worker).
-        workers: Processes (or Ray actors); ``1`` runs in this process.
+        workers: Processes (or Ray actors); ``1`` runs in this process. Worker processes
+            are spawned: they need a main module they can import again (a script with an
+            ``if __name__ == "__main__":`` guard, ``python -m``, or an interactive session);
+            code piped to ``python -`` or an unguarded script runs in this process instead,
+            with a warning.
         progress: Called with ``(queries done, total)`` after each query.
         engine: ``local`` (processes) or ``ray``: the queries run on Ray Data
             actors through :func:`contextwright.batch.ray_map` (``RAY_ADDRESS``
@@ -515,6 +520,7 @@ def evaluate(
     runnable, skipped, notes = _runnable(strategies, res)
     total = len(queries)
     collected: list[QueryResult] = []
+    workers = _workers_here(workers) if engine == "local" and total > 1 else workers
     if engine == "ray":
         from contextwright.batch import ray_map
 
@@ -602,6 +608,23 @@ def _runnable(
         if note:
             notes[s.name] = note
     return runnable, skipped, notes
+
+
+def _workers_here(workers: int) -> int:
+    """``workers``, or 1 with one warning when this program cannot spawn worker processes."""
+    if workers == 1:
+        return 1
+    reason = spawn_blocker()
+    if reason is None:
+        return workers
+    logger.warning(
+        "workers=%s: %s; evaluating in this process instead (same results). To use workers, run "
+        'a script file with the call under `if __name__ == "__main__":`',
+        workers,
+        reason,
+        extra={"workers": workers},
+    )
+    return 1
 
 
 def _in_processes(

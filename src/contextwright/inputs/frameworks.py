@@ -165,7 +165,9 @@ def read_item(item: Any, position: int) -> Chunk | Mapping[str, Any]:
     """
     found = _kind(item)
     if found is None:
-        raise InputError(f"chunks[{position}] is a {type(item).__name__}, not a chunk. {_HINT}")
+        name = type(item).__name__
+        article = "an" if name[:1].lower() in "aeiou" else "a"
+        raise InputError(f"chunks[{position}] is {article} {name}, not a chunk. {_HINT}")
     kind, text = found
     if text is None or (isinstance(text, str) and not text.strip()):
         ident = _id(item)

@@ -117,10 +117,36 @@ def _open(path: str | Path, source: IO[bytes] | None = None) -> tuple[IO[bytes],
     return buffered, size
 
 
+#: The shape every input message shows: one JSON object per chunk.
+CHUNK_SHAPE = '[{"text": "...", "id": "...", "score": 0.9}, ...]'
+
+
+def _not_json_hint(label: str, line: bytes) -> str:
+    """What a first line that is not JSON looks like (CSV, TSV), and the shape to write instead."""
+    head = line.decode("utf-8", "replace")
+    kind = next(
+        (
+            name
+            for name, ext, sep in (("CSV", ".csv", ","), ("TSV", ".tsv", "\t"))
+            if label.lower().endswith(ext)
+        ),
+        "CSV" if "," in head else "TSV" if "\t" in head else None,
+    )
+    what = f" It looks like {kind}; " if kind else " "
+    return (
+        f"{what}contextwright reads JSON or JSON Lines: one object per chunk, e.g. {CHUNK_SHAPE} "
+        '(JSONL: one {"text": "..."} per line).'
+    )
+
+
 def _shape_of(obj: Any, where: str, command: str, need: Need) -> Literal["chunks", "queries"]:
     if not isinstance(obj, Mapping):
         needs = _NEEDS.get(need, "chunks or queries (JSON objects)")
-        raise InputError(f"{where} is a JSON {_json_type(obj)}, not an object; {command} needs {needs}.")
+        wrap = ' Wrap each string as {"text": "..."}.' if isinstance(obj, str) else ""
+        raise InputError(
+            f"{where} is a JSON {_json_type(obj)}, not an object; {command} needs {needs}, "
+            f"e.g. {CHUNK_SHAPE}.{wrap}"
+        )
     return "queries" if "chunks" in obj or "question" in obj else "chunks"
 
 
@@ -453,6 +479,8 @@ def _lines(stream: Any, caps: _Caps, first: str, keep: bool = False) -> Iterator
             obj = json.loads(_decode(line, label, f"line {lineno}"))
         except json.JSONDecodeError as exc:
             message = f"{where}: not valid JSON ({exc.msg}, column {exc.colno})."
+            if lineno == 1 and first != "{":  # the whole file is not JSON: say what it looks like
+                message += _not_json_hint(label, line)
             if not keep:
                 raise InputError(message) from None
             obj = _Unreadable(message, line.decode("utf-8", "replace").rstrip("\r\n"))
@@ -494,12 +522,16 @@ def read_items(
 ) -> Iterator[QueryItem]:
     """Yield the assembly jobs in a file (or ``-`` for stdin): one per query, or one for a list of chunks.
 
+    An empty JSON array is one job with no chunks (the caller says so: the context is empty).
+
     Raises:
         InputError: for unreadable JSON (with the line number) or a wrong shape.
     """
     chunks: list[Mapping[str, Any]] = []
     named: Mapping[str, Any] | None = None
+    records = 0
     for record in read_records(path, need="any", command=command, limit=None):
+        records += 1
         if record.shape == "queries":
             if limit is not None and limit <= 0:
                 return
@@ -516,5 +548,5 @@ def read_items(
             chunks.append(record.data)
     if named is not None:
         yield QueryItem(chunks=named)
-    if chunks:
+    if chunks or not records:  # an empty list ([]) is one job with no chunks: an empty context
         yield QueryItem(chunks=chunks)

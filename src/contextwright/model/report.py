@@ -183,15 +183,16 @@ class Report:
         return counts
 
     def summary(self) -> str:
-        """One line, e.g. ``20 → 11 chunks · 1,912 → 996 tokens (budget 1,000)``.
+        """One line, e.g. ``20 → 11 chunks · 1,912 → 996 tokens (budget 1,000; 4 unused)``.
 
-        When ``relevance_stop`` (the ``frugal`` preset) ended the list early, the line also
-        says how many tokens of the budget that saved: ``… (budget 1,000; 574 saved)``.
+        Every preset says the tokens sent against the budget the same way: the budget, and
+        the tokens of it left unused when there are any (by the cut of a chunk that did not
+        fit, or because ``relevance_stop`` in ``frugal`` ended the list early; its note says which).
         """
-        stopped = any(d.reason == "below_relevance" for s in self.stages for d in s.dropped)
-        saved = f"; {self.budget - self.tokens:,} saved" if stopped and self.tokens < self.budget else ""
+        unused = self.budget - self.tokens
+        saved = f"; {unused:,} unused" if unused > 0 else ""
         return (
-            f"{self.input_chunks} → {self.output_chunks} chunks · "
+            f"{self.input_chunks:,} → {self.output_chunks:,} chunk{'' if self.output_chunks == 1 else 's'} · "
             f"{self.input_tokens:,} → {self.tokens:,} tokens (budget {self.budget:,}{saved})"
         )
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from contextwright.core.errors import ConfigError
+from contextwright.core.errors import ConfigError, did_you_mean
 from contextwright.core.limits import bounded, check_settings
 from contextwright.core.text import check_text
 from contextwright.model.chunk import Chunk
@@ -57,6 +57,7 @@ __all__ = [
     "TemplateFormat",
     "XmlFormat",
     "format_from_dict",
+    "format_names",
     "format_to_dict",
     "get_format",
 ]
@@ -642,10 +643,16 @@ def get_format(spec: str | Format | Mapping[str, Any]) -> Format:
     cls = _FORMATS.get(str(spec))
     if cls is None or cls is TemplateFormat:
         raise ConfigError(
-            f"unknown format {spec!r}; valid: {', '.join(n for n in _FORMATS if n != 'template')}, "
+            f"unknown format {spec!r}.{did_you_mean(str(spec), format_names())} Valid: "
+            f"{', '.join(format_names())}, "
             'or {"type": "template", "template": "..."}.'
         )
     return cls()
+
+
+def format_names() -> tuple[str, ...]:
+    """The format names ``format=`` accepts as a plain name (every registered format but ``template``)."""
+    return tuple(n for n in _FORMATS if n != "template")
 
 
 def format_to_dict(fmt: Format) -> dict[str, Any]:

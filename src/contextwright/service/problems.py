@@ -340,6 +340,9 @@ def _validation_errors(request: Request, exc: RequestValidationError) -> list[di
                 msg += f"; valid keys: {', '.join(valid)}"  # a typo or a misplaced option: say what fits
         elif _too_long(e, loc):
             msg += f" (the server's {_LIMIT_SETTINGS[str(loc[-1])]})"
+        elif e.get("type") == "literal_error" and isinstance(e.get("input"), str):
+            valid = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected", "")))
+            msg += f"; got {e['input']!r}.{did_you_mean(e['input'], valid)}"
         errors.append({"loc": loc, "msg": msg, "type": str(e.get("type", ""))})
     return errors
 
@@ -375,7 +378,12 @@ def _significant(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for e in errors
         if not (
             e["type"] in ("list_type", "dict_type", "model_type")
-            and any(len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"])] == e["loc"] for o in errors)
+            and any(
+                (len(o["loc"]) > len(e["loc"]) and o["loc"][: len(e["loc"])] == e["loc"])
+                # a name or a mapping ("format": "lean" or {...}): the name's error explains it
+                or (o["loc"] == e["loc"] and o["type"] == "literal_error")
+                for o in errors
+            )
         )
     ]
 

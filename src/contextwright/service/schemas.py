@@ -19,7 +19,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from contextwright.model.fields import FIELD_ALIASES
+from contextwright.render.format import format_names
 from contextwright.service.settings import ServiceConfig
+from contextwright.stages.order import order_classes
 
 __all__ = [
     "AssembleResponse",
@@ -37,19 +39,9 @@ __all__ = [
 # them exact, and the response encoder can always write them back.
 SafeInt = Annotated[int, Field(ge=-(2**53), le=2**53)]
 
-FormatName: Any = Literal["minimal", "numbered", "xml", "grouped", "sources", "markdown"]
-OrderName: Any = Literal[
-    "relevance",
-    "score",
-    "chronological",
-    "document",
-    "document_first",
-    "lost_in_the_middle",
-    "litm",
-    "interleave",
-    "bookend",
-    "auto",
-]
+# Built from the registries, so every name the library accepts is one the schema accepts.
+FormatName: Any = Literal[format_names()]
+OrderName: Any = Literal[tuple(order_classes())]
 TEXT_ALIASES = FIELD_ALIASES["text"]
 
 

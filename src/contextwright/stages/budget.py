@@ -13,10 +13,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from contextwright.core.cancel import CHECK_EVERY, check_cancelled
-from contextwright.core.errors import ConfigError
+from contextwright.core.errors import ConfigError, did_you_mean
 from contextwright.core.limits import bounded
 from contextwright.core.search import last_fitting
 from contextwright.core.sentences import split_sentences
@@ -31,7 +31,7 @@ from contextwright.stages.words import has_term, lower, lowered_sentences, sente
 __all__ = ["TokenBudget", "sentence_ends"]
 
 Policy = Literal["greedy", "stop", "truncate", "fill", "blocks"]
-_POLICIES = ("greedy", "stop", "truncate", "fill", "blocks")
+_POLICIES: tuple[str, ...] = get_args(Policy)  # the one list: the type's
 _WORDS = re.compile(r"\S+")
 
 
@@ -115,7 +115,9 @@ class TokenBudget:
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
             raise ConfigError(
-                f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}.", loc=("policy",)
+                f"policy must be one of {', '.join(_POLICIES)}; got {self.policy!r}."
+                f"{did_you_mean(str(self.policy), _POLICIES)}",
+                loc=("policy",),
             )
         if (
             isinstance(self.min_truncated_tokens, bool)

@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from contextwright.core.errors import ConfigError
+from contextwright.core.errors import ConfigError, did_you_mean
 from contextwright.core.limits import bounded
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import StageResult
-from contextwright.stages.base import register_stage
+from contextwright.stages.base import is_order_stage, register_stage, registered_stages
 from contextwright.stages.filter import by_relevance
 
 __all__ = [
@@ -35,6 +35,8 @@ __all__ = [
     "LostInTheMiddleOrder",
     "PriorOrder",
     "ScoreOrder",
+    "order_classes",
+    "order_names",
     "order_stage",
 ]
 
@@ -75,6 +77,8 @@ class ScoreOrder:
     """Highest score first; ties keep retrieval order."""
 
     name: ClassVar[str] = "score_order"
+    #: The names ``order=`` accepts for this stage (the first is the one listed).
+    order_names: ClassVar[tuple[str, ...]] = ("relevance", "score")
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
 
@@ -88,6 +92,7 @@ class ChronologicalOrder:
     """Reading order: by document (``doc_id``, else ``source``; natural sort), then page, then index."""
 
     name: ClassVar[str] = "chronological_order"
+    order_names: ClassVar[tuple[str, ...]] = ("chronological",)
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
 
@@ -102,6 +107,7 @@ class DocumentOrder:
     """Document-first: documents (``doc_id``, else ``source``) ranked by their best chunk, chunks in document order."""
 
     name: ClassVar[str] = "document_order"
+    order_names: ClassVar[tuple[str, ...]] = ("document", "document_first")
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
 
@@ -126,6 +132,7 @@ class LostInTheMiddleOrder:
     """
 
     name: ClassVar[str] = "lost_in_the_middle_order"
+    order_names: ClassVar[tuple[str, ...]] = ("lost_in_the_middle", "litm", "interleave")
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
 
@@ -145,6 +152,7 @@ class BookendOrder:
     """
 
     name: ClassVar[str] = "bookend_order"
+    order_names: ClassVar[tuple[str, ...]] = ("bookend",)
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
 
@@ -160,6 +168,7 @@ class AutoOrder:
     """Relevance order for up to ``threshold`` chunks, bookend beyond."""
 
     name: ClassVar[str] = "auto_order"
+    order_names: ClassVar[tuple[str, ...]] = ("auto",)
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
     threshold: int = bounded(3, 10_000)
@@ -195,6 +204,7 @@ class PriorOrder:
     """
 
     name: ClassVar[str] = "prior_order"
+    order_names: ClassVar[tuple[str, ...]] = ("prior",)
     requires: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "order"
     # Not hashed: an inline prior is a mapping (compared, and serialized as it came).
@@ -227,33 +237,40 @@ class PriorOrder:
         return StageResult.of(self.name, chunks, placed, notes=(f"prior {self._curve.name}",))
 
 
-_ORDERS: dict[str, type] = {
-    "relevance": ScoreOrder,
-    "score": ScoreOrder,
-    "chronological": ChronologicalOrder,
-    "document": DocumentOrder,
-    "document_first": DocumentOrder,
-    "lost_in_the_middle": LostInTheMiddleOrder,
-    "litm": LostInTheMiddleOrder,
-    "interleave": LostInTheMiddleOrder,
-    "bookend": BookendOrder,
-    "auto": AutoOrder,
-}
+def order_classes() -> dict[str, type[Any]]:
+    """Every name ``order=`` accepts, mapped to its stage class: built from the stage registry.
+
+    Each registered order stage (``kind = "order"``) is reachable by its registered name
+    (``prior_order``) and by the short names its class lists in ``order_names``
+    (``prior``); a new order stage needs no list here.
+    """
+    out: dict[str, type[Any]] = {}
+    for cls in registered_stages().values():
+        if is_order_stage(cls):
+            for name in (*getattr(cls, "order_names", ()), cls.name):
+                out.setdefault(name, cls)
+    return out
 
 
-def order_stage(
-    name: str,
-) -> ScoreOrder | ChronologicalOrder | DocumentOrder | LostInTheMiddleOrder | BookendOrder | AutoOrder:
-    """An order stage from its short name (``relevance``, ``chronological``,
-    ``lost_in_the_middle``, ``bookend``, ``document``, ``auto``).
+def order_names() -> tuple[str, ...]:
+    """The order names to list (one per order stage: the first of its ``order_names``, else its name)."""
+    return tuple(
+        (getattr(cls, "order_names", ()) or (cls.name,))[0]
+        for cls in registered_stages().values()
+        if is_order_stage(cls)
+    )
+
+
+def order_stage(name: str) -> Any:
+    """An order stage from its short name (see :func:`order_names`; aliases such as ``litm`` too).
 
     Raises:
-        ConfigError: listing the valid names.
+        ConfigError: listing the valid names, with the closest one.
     """
-    cls = _ORDERS.get(name.replace("-", "_").lower())
+    classes = order_classes()
+    cls = classes.get(name.replace("-", "_").lower()) if isinstance(name, str) else None
     if cls is None:
         raise ConfigError(
-            f"unknown order {name!r}; valid: relevance, chronological, lost_in_the_middle, "
-            "bookend, document, auto."
+            f"unknown order {name!r}.{did_you_mean(str(name), classes)} Valid: {', '.join(order_names())}."
         )
-    return cls()  # type: ignore[no-any-return]
+    return cls()

@@ -87,9 +87,23 @@ class RelevanceStop:
                 cut = i
                 break
             tokens += meter.tokens(c)
+        rule = (
+            f"threshold {threshold:.4g} = lowest {low:.4g} + min_relative {self.min_relative:g} × "
+            f"(top {top:.4g} − lowest {low:.4g})"
+        )
+        by_floor = sum(1 for c in ranked[:cut] if c.score < threshold)
+        floor_note = (
+            f"; {by_floor} chunk{'s' if by_floor != 1 else ''} under the threshold kept by the "
+            f"{floor:,}-token floor (min_tokens: the first tokens are kept whatever their score)"
+            if by_floor
+            else ""
+        )
         if cut == len(ranked):
             return StageResult.of(
-                self.name, chunks, chunks, notes=[f"every chunk at or above {threshold:.4g}"]
+                self.name,
+                chunks,
+                chunks,
+                notes=[f"every chunk kept: past the floor, each scored at or above the {rule}{floor_note}"],
             )
         below = {c.id for c in ranked[cut:]}
         keep = [c for c in chunks if c.id not in below]
@@ -105,8 +119,8 @@ class RelevanceStop:
             for c in ranked[cut:]
         ]
         note = (
-            f"stopped after {cut} of {len(ranked)} chunks ({tokens} body tokens, budget {budget}): "
-            f"the next scored {ranked[cut].score:.4g} < {threshold:.4g}"
+            f"stopped after {cut} of {len(ranked)} chunks ({tokens:,} body tokens, budget {budget:,}): "
+            f"the next scored {ranked[cut].score:.4g} < {rule}{floor_note}"
         )
         return StageResult.of(self.name, chunks, keep, dropped=drops, notes=[note])
 

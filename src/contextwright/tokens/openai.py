@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from contextwright.core.errors import ConfigError, TokenizerError
+from contextwright.core.errors import ConfigError, TokenizerError, did_you_mean
 
 logger = logging.getLogger(__name__)
 
@@ -235,10 +235,12 @@ def _load_tiktoken(tiktoken: Any, name: str) -> Any:
         try:
             encoding_name = tiktoken.encoding_name_for_model(name)
         except KeyError:
+            listed = sorted(n for n in names if not n.endswith("_offline"))
             raise ConfigError(
-                f"tokenizer {name!r} is neither a tiktoken encoding ({', '.join(sorted(names))}) "
-                "nor a model tiktoken knows. Pass an encoding name, a path to a tokenizer.json, "
-                "'hf:<hub name>', or register the model with contextwright.register_model."
+                f"tokenizer {name!r} is neither a tiktoken encoding ({', '.join(listed)}) "
+                f"nor a model tiktoken knows.{did_you_mean(name, listed)} Pass an encoding name, "
+                "a path to a tokenizer.json, 'hf:<hub name>', or register the model with "
+                "contextwright.register_model."
             ) from None
         return _load_tiktoken(tiktoken, encoding_name)
     last: Exception | None = None

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from contextwright.core.errors import BudgetError, ConfigError
+from contextwright.core.errors import BudgetError, ConfigError, did_you_mean
 
 __all__ = [
     "ModelSpec",
@@ -203,10 +203,7 @@ def get_model(name: str) -> ModelSpec:
             best = spec
     if best is not None:
         return best
-    import difflib
-
-    close = difflib.get_close_matches(key, list(_MODELS), n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+    hint = did_you_mean(key, _MODELS, n=3, cutoff=0.5)
     raise ConfigError(
         f"unknown model {name!r}.{hint} Pass budget= (and tokenizer=) instead, or register it: "
         "contextwright.register_model(ModelSpec(name, context_window, max_output, tokenizer))."
