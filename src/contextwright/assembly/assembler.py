@@ -12,7 +12,6 @@ from typing import Any
 from contextwright.assembly.loop import check_cancelled
 from contextwright.assembly.pipeline import Pipeline, Plan
 from contextwright.assembly.presets import pipeline_from_config
-from contextwright.core.caches import clear_all
 from contextwright.core.errors import ConfigError, InputError, did_you_mean
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
@@ -128,6 +127,9 @@ class Assembler:
             raise ConfigError(f"budget must be a non-negative integer number of tokens; got {budget!r}.")
         spec = tokenizer if tokenizer is not None else (self.model.tokenizer if self.model else "cl100k_base")
         self.tokenizer: CachedTokenizer = get_tokenizer(spec)
+        # A tokenizer named by a string is the registry's, shared by every assembler using it; one
+        # passed as a bare Tokenizer was wrapped here, so its count cache is this assembler's own.
+        self._owns_tokenizer = not isinstance(spec, (str, CachedTokenizer))
         self.budget = budget
         self.system = system
         self.history_tokens = history_tokens
@@ -141,12 +143,17 @@ class Assembler:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
     def clear_caches(self) -> None:
-        """Forget every cache keyed by text (:mod:`contextwright.core.caches`: sentence analyses,
-        dedup keys, snippets, ...), this assembler's token counts, and its rendered bodies and
-        headers: a cold start, for benchmarks."""
-        clear_all()
-        self.tokenizer.clear()
+        """Forget this assembler's own caches: its pipeline's rendered bodies and headers, and its
+        token counts when the tokenizer is its own (passed as a bare :class:`Tokenizer` object; a
+        tokenizer named by a string is shared with every assembler using it and is kept).
+
+        The process-wide caches (sentence analyses, dedup keys, word profiles, snippets, every
+        tokenizer's counts) are emptied by ``contextwright.clear_caches()``: a cold start for
+        benchmarks.
+        """
         self.pipeline.clear_caches()
+        if self._owns_tokenizer:
+            self.tokenizer.clear()
 
     def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:
         """The zone breakdown for ``query`` (explicit ``budget`` wins)."""

@@ -13,6 +13,7 @@ import string
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contextwright.core.caches import Scoped
 from contextwright.model.chunk import Chunk
 from contextwright.render.format import Format, join_pieces
 from contextwright.tokens import CachedTokenizer
@@ -50,10 +51,14 @@ class Meter:
 
     format: Format
     tokenizer: CachedTokenizer
-    bodies: dict[str, str] = field(default_factory=dict, repr=False)
+    bodies: dict[str, str] | Scoped = field(default_factory=dict, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
-    header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
+    header_parts: dict[tuple[object, ...], tuple[str, str] | None] | Scoped = field(
+        default_factory=dict, repr=False
+    )
+    # This call's bodies by text (a plain dict in front of the shared ``bodies``).
+    _bodies: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _digits_isolated: bool = field(default=False, init=False, repr=False)
     # Header costs of this call by (header key, block number).
     _header_costs: dict[tuple[tuple[object, ...], int], int] = field(
@@ -75,10 +80,14 @@ class Meter:
 
     def body(self, chunk: Chunk) -> str:
         """The rendered body of ``chunk`` (memoized by text)."""
-        body = self.bodies.get(chunk.text)
+        text = chunk.text
+        body = self._bodies.get(text)
         if body is None:
-            body = self.format.body(chunk)
-            self.bodies[chunk.text] = body
+            body = self.bodies.get(text)
+            if body is None:
+                body = self.format.body(chunk)
+                self.bodies[text] = body
+            self._bodies[text] = body
         return body
 
     def count(self, text: str) -> int:

@@ -21,15 +21,15 @@ by a budget filled in rank order.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.core.caches import register
+from contextwright.core.caches import cache_of, text_cache
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.core.sentences import split_sentences
@@ -60,12 +60,18 @@ def _shingle_hashes(words: Sequence[bytes], k: int) -> tuple[int, ...]:
 
 def clear_caches() -> None:
     """Forget the cached word profiles and strip plans (cold benchmarks)."""
-    _profile.cache_clear()
-    _strip_plan.cache_clear()
+    cache_of(_profile).cache_clear()
+    cache_of(_strip_plan).cache_clear()
 
 
-@register
-@functools.lru_cache(maxsize=8_192)
+def _profile_bytes(value: tuple[int, tuple[int, ...]]) -> int:
+    return 64 + sys.getsizeof(value[1]) + len(value[1]) * _HASH
+
+
+_HASH = sys.getsizeof(-(1 << 62))  # a shingle hash's bytes
+
+
+@text_cache(max_bytes=8 * 2**20, maxsize=8_192, size=_profile_bytes)
 def _profile(text: str, k: int) -> tuple[int, tuple[int, ...]]:
     """Words and shingle hashes of a text without boilerplate, cached by content across calls."""
     words = shingle_words(text)
@@ -342,8 +348,7 @@ def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
     return tuple(runs)
 
 
-@register
-@functools.lru_cache(maxsize=8_192)
+@text_cache(max_bytes=4 * 2**20, maxsize=8_192)
 def _strip_plan(
     text: str, ranges: tuple[Range, ...], runs: tuple[Range, ...]
 ) -> tuple[list[Range], str, int] | None:

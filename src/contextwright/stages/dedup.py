@@ -16,7 +16,6 @@ survivor's citation names every place the text came from.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import re
@@ -25,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.core.caches import register
+from contextwright.core.caches import text_cache
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.model.chunk import Chunk
@@ -66,8 +65,7 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split()) if _NOT_SINGLE_SPACE.search(text) else text.strip()
 
 
-@register
-@functools.lru_cache(maxsize=65_536)
+@text_cache(max_bytes=4 * 2**20, maxsize=65_536)
 def _exact_key(text: str) -> bytes:
     """Hash of the normalized text, cached by content across calls."""
     return hashlib.blake2b(normalize_text(text).encode(), digest_size=16).digest()
