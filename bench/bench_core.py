@@ -98,6 +98,7 @@ def main() -> None:
         f"{'strm/flr':>8} {'hand/flr':>8} {'strm/hand':>9} {'cold/flr':>8} {'rep/flr':>7} {'viol':>4} {'ret qa':>6} {'ret hand':>8} {'cut +ms':>7}"
     )
     print(header)
+    shares: list[tuple[int, float, float, list[dict[str, float]], list[float]]] = []
     for budget in [int(b) for b in args.budgets.split(",")]:
         best: dict[str, list[float]] = {
             k: [float("inf")] * len(queries) for k in ("floor", "hand", "stream", "cold", "repeat", "nocut")
@@ -107,6 +108,8 @@ def main() -> None:
             if stage["type"] == "token_budget":
                 stage["policy"] = "greedy"
         violations = retained = hand_retained = 0
+        # per query, the stream's stage times (ms, from its report) of the pass with its best total
+        stage_ms: list[dict[str, float]] = [{} for _ in queries]
         for p in range(args.passes):
             stream = Assembler("qa", budget=budget, tokenizer="cl100k_base")
             contextwright.clear_caches()  # every cache of the process, the shared tokenizer's too
@@ -134,6 +137,8 @@ def main() -> None:
                 ("nocut", run_nocut),
             ]
 
+            stream_last = [float("inf")] * len(queries)  # the stream's time of this pass, per query
+
             def timed(
                 name: str,
                 fn: Callable[[dict[str, Any], int], Any],
@@ -141,6 +146,7 @@ def main() -> None:
                 cold: Assembler = cold,
                 budget: int = budget,
                 best: dict[str, list[float]] = best,
+                stream_last: list[float] = stream_last,
             ) -> Any:
                 if name == "cold":
                     # the process's text caches (the stream's tokenizer stays warm) and its own
@@ -148,7 +154,10 @@ def main() -> None:
                     cold.clear_caches()
                 t0 = time.perf_counter()
                 out = fn(queries[i], budget)
-                best[name][i] = min(best[name][i], time.perf_counter() - t0)
+                took = time.perf_counter() - t0
+                best[name][i] = min(best[name][i], took)
+                if name == "stream":
+                    stream_last[i] = took
                 return out
 
             def repeat(i: int, stream: Assembler = stream, best: dict[str, list[float]] = best) -> None:
@@ -178,6 +187,9 @@ def main() -> None:
                         for _ in range(1 if name in ("stream", "nocut") else 2):
                             results[i][name] = timed(name, fn, i)
                     repeat(i)
+            for i, got in enumerate(results):
+                if best["stream"][i] == stream_last[i]:
+                    stage_ms[i] = {s.stage: s.ms for s in got["stream"].report.stages}
             if p == 0:
                 for q, got in zip(queries, results, strict=True):
                     violations += len(checker.encode_ordinary(got["stream"].text)) > budget
@@ -194,7 +206,28 @@ def main() -> None:
             f"{violations:>4} {retained / n:>6.3f} {hand_retained / n:>8.3f} "
             f"{statistics.median(a - b for a, b in zip(best['stream'], best['nocut'], strict=True)) * 1e3:>7.3f}"
         )
-    print("targets: qa stream <= 1.5x floor (issue 2, 10); 0 violations; cut +ms <= 0.5 (issue 10)")
+        shares.append((budget, med["floor"], med["stream"], stage_ms, best["stream"]))
+    print_shares(shares)
+    print(
+        "targets: qa stream <= 1.25x floor, cold <= 2.0x (issue 33); 0 violations; cut +ms <= 0.5 (issue 10); "
+        "stage budgets in bench/README.md"
+    )
+
+
+def print_shares(shares: list[tuple[int, float, float, list[dict[str, float]], list[float]]]) -> None:
+    """Each stage's median time in the stream, as a share of the stream and as a multiple of the floor;
+    ``other`` is the rest of an assembly (reading the chunks, the final fit, citations, the report)."""
+    print("\nper-stage time of the qa stream (median over queries, ms; share of the stream; x floor):")
+    for budget, floor_ms, stream_ms, stage_ms, totals in shares:
+        names = list(dict.fromkeys(n for per in stage_ms for n in per))
+        parts = {n: statistics.median(per.get(n, 0.0) for per in stage_ms) for n in names}
+        parts["other"] = statistics.median(
+            t * 1e3 - sum(per.values()) for t, per in zip(totals, stage_ms, strict=True)
+        )
+        cells = "  ".join(
+            f"{n} {ms:.3f} ({ms / stream_ms:.0%}, {ms / floor_ms:.2f}x)" for n, ms in parts.items()
+        )
+        print(f"{budget:>6}  {cells}")
 
 
 if __name__ == "__main__":

@@ -255,16 +255,21 @@ class ByteLRU:
         nbytes += ENTRY_OVERHEAD
         if nbytes > self._max_entry:
             return
-        data = self._data
         with self._lock:
-            old = data.pop(key, None)
+            data = self._data
+            old = data.get(key)
             if old is not None:
                 self.bytes -= old[1]
             data[key] = (value, nbytes)
             self.bytes += nbytes
-            while data and (len(data) > self.maxsize or self.bytes > self.max_bytes):
-                _, (_, n) = data.popitem(last=False)
-                self.bytes -= n
+            if self.bytes > self.max_bytes or len(data) > self.maxsize:
+                self._evict()
+
+    def _evict(self) -> None:
+        data = self._data
+        while data and (len(data) > self.maxsize or self.bytes > self.max_bytes):
+            _, (_, n) = data.popitem(last=False)
+            self.bytes -= n
 
     def put_many(self, items: Iterator[tuple[Hashable, Any, int]] | list[tuple[Hashable, Any, int]]) -> None:
         """:meth:`put` for several entries under one lock."""
@@ -276,9 +281,7 @@ class ByteLRU:
                     continue
                 data[key] = (value, nbytes)
                 self.bytes += nbytes
-            while data and (len(data) > self.maxsize or self.bytes > self.max_bytes):
-                _, (_, n) = data.popitem(last=False)
-                self.bytes -= n
+            self._evict()
 
     def __len__(self) -> int:
         return len(self._data)
@@ -323,7 +326,12 @@ def text_cache(
 
         @functools.wraps(fn)
         def cached(*args: Any) -> Any:
-            key: Hashable = tuple(key_of(a) if isinstance(a, str) else a for a in args)
+            # one text: keyed by itself (or its digest); several arguments: a tuple of their keys
+            key: Hashable = (
+                key_of(args[0])
+                if len(args) == 1 and type(args[0]) is str
+                else tuple([key_of(a) if type(a) is str else a for a in args])
+            )
             got = data.get(key)
             if got is not None:
                 cache.hits += 1
@@ -334,7 +342,7 @@ def text_cache(
                 return got[0]
             cache.misses += 1
             value = fn(*args)
-            put(key, value, sum(sizeof(k) for k in cast(tuple[Any, ...], key)) + size(value))
+            put(key, value, sizeof(key) + size(value))
             return value
 
         cached.cache = cache  # type: ignore[attr-defined]
@@ -369,7 +377,7 @@ class Scoped:
         self._scope = next(_SERIAL)
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        return self._lru.get((self._scope, _keyed(key)), default)
+        return self._lru.get((self._scope, key_of(key) if type(key) is str else _keyed(key)), default)
 
     def __setitem__(self, key: Hashable, value: Any) -> None:
         k = _keyed(key)
