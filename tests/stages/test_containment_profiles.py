@@ -1,7 +1,7 @@
-"""Containment compares only the shingles two chunks share (issue 33), with the same outcome as
-comparing every shingle with everything kept: checked against that walk, written out here as the
-oracle, on the mirrors lists (copies across chunkers) and the BM25 lists, at budgets where drops
-give tokens back and the walk reaches past its first batch; with numpy and without."""
+"""Containment looks for the kept chunk holding a shingle only where a chunk shares some (issue 33),
+with the same outcome as looking up every shingle in one map of the text kept: checked against that
+walk, written out here as the oracle, on the mirrors lists (copies across chunkers) and the BM25
+lists, at budgets where drops give tokens back and the walk reaches past its first batch."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
-from contextwright.stages import containment, profiles
+from contextwright.stages import containment
 from contextwright.stages.containment import ContainmentDedup
 from contextwright.stages.dedup import fold_duplicate
 from contextwright.stages.filter import relevance_key
@@ -42,7 +42,7 @@ def oracle(stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None
             room -= meter.tokens(chunks[i])
         c = chunks[i]
         view = containment._views([c.text], k, boiler)[0]
-        sh = containment._ints(view.shingles)
+        sh = view.shingles
         if not sh:
             continue
         found = [owner.get(h) for h in sh]
@@ -74,10 +74,7 @@ def _lists(path: Any, n: int) -> list[tuple[Chunk, ...]]:
     return [chunks_from_dicts(q["chunks"], empty=[]) for q in _read_jsonl_gz(path, n)]
 
 
-@pytest.mark.parametrize("numpy", [True, False], ids=["numpy", "python"])
-def test_the_shared_shingle_walk_matches_the_full_walk(numpy: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not numpy:
-        monkeypatch.setattr(profiles, "_NUMPY", [None])
+def test_the_walk_matches_the_full_map_walk() -> None:
     clear_all(per_object=False)
     meter_for = lambda: Meter(get_format("lean"), get_tokenizer("cl100k_base"))  # noqa: E731
     lists = _lists(MIRRORS, 40) + _lists(SHARED_DATA / "nq_bm25_dev300.jsonl.gz", 20)
@@ -97,13 +94,3 @@ def test_the_shared_shingle_walk_matches_the_full_walk(numpy: bool, monkeypatch:
             dropped += len(want_drops)
     assert compared == 180 and dropped > 100  # the mirrors lists hold many copies
     clear_all(per_object=False)
-
-
-def test_shared_positions_finds_exactly_the_hashes_two_sequences_hold() -> None:
-    seqs = [(1, 2, 3, 2), (4, 5), (3, 6, 1), (), (7, 7)]
-    want = [[0, 2], [], [0, 2], [], []]  # 2 and 7 repeat only inside their own sequence
-    assert profiles._shared_python(seqs) == want
-    np = profiles._np()
-    if np is not None:
-        arrays = [np.array(s, dtype=np.uint64) for s in seqs]
-        assert profiles.shared_positions(arrays) == want

@@ -353,6 +353,7 @@ class Pipeline:
         start = time.perf_counter()
         with span("contextwright.stage.render", **{"contextwright.stage": "render"}) as sp:
             blocks, text, total, drops = self._fit(current, meter, budget, query)
+            meter.flush()
             if sp is not None:
                 sp.set_attributes(
                     {

@@ -33,7 +33,7 @@ import sys
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, NamedTuple, Protocol, TypeVar, cast, overload
 
 __all__ = [
@@ -175,16 +175,30 @@ def total_max_bytes() -> int:
     return sum(s.max_bytes for s in stats())
 
 
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
 def sizeof(obj: object) -> int:
     """Bytes of ``obj`` and what it holds: strings, bytes, numbers, and tuples/lists of them
     (recursively), numpy arrays by ``nbytes``; a shared object is counted at each place."""
-    size = sys.getsizeof(obj)
+    if type(obj) in _SCALARS:
+        return sys.getsizeof(obj)
     if isinstance(obj, (tuple, list)):
-        return size + sum(map(sizeof, obj))
+        if all(type(x) in _SCALARS for x in obj):
+            return sys.getsizeof(obj) + sum(map(sys.getsizeof, obj))
+        return sys.getsizeof(obj) + sum(map(sizeof, obj))
+    size = sys.getsizeof(obj)
     nbytes = getattr(obj, "nbytes", None)
     if isinstance(nbytes, int) and getattr(obj, "base", None) is not None:
         return size + nbytes  # a numpy view: its getsizeof leaves out the data it points into
     return size
+
+
+def _flat(obj: Any) -> int:
+    """Bytes of a scalar, or of a tuple of scalars and its items (one level: what cache keys are)."""
+    if type(obj) is tuple:
+        return sys.getsizeof(obj) + sum(map(sys.getsizeof, obj))
+    return sys.getsizeof(obj)
 
 
 def key_of(text: str) -> Hashable:
@@ -271,7 +285,7 @@ class ByteLRU:
             _, (_, n) = data.popitem(last=False)
             self.bytes -= n
 
-    def put_many(self, items: Iterator[tuple[Hashable, Any, int]] | list[tuple[Hashable, Any, int]]) -> None:
+    def put_many(self, items: Iterable[tuple[Hashable, Any, int]]) -> None:
         """:meth:`put` for several entries under one lock."""
         data, limit = self._data, self._max_entry
         with self._lock:
@@ -356,8 +370,8 @@ def _keyed(key: Hashable) -> Hashable:
     """``key`` with each text in it replaced by :func:`key_of` (a long text by its digest)."""
     if isinstance(key, str):
         return key_of(key)
-    if isinstance(key, tuple):
-        return tuple(key_of(k) if isinstance(k, str) else k for k in key)
+    if type(key) is tuple:
+        return tuple([key_of(k) if type(k) is str else k for k in key])
     return key
 
 
@@ -380,8 +394,9 @@ class Scoped:
         return self._lru.get((self._scope, key_of(key) if type(key) is str else _keyed(key)), default)
 
     def __setitem__(self, key: Hashable, value: Any) -> None:
-        k = _keyed(key)
-        self._lru.put((self._scope, k), value, sizeof(k) + sizeof(value))
+        # keys and values here are texts or tuples of scalars (a header's fields, its two parts)
+        k = key_of(key) if type(key) is str else _keyed(key)
+        self._lru.put((self._scope, k), value, _flat(k) + _flat(value))
 
     def setdefault(self, key: Hashable, value: Any) -> Any:
         got = self.get(key, _MISSING)
@@ -389,6 +404,15 @@ class Scoped:
             self[key] = value
             return value
         return got
+
+    def put_many(self, items: Iterable[tuple[Hashable, Any]]) -> None:
+        """Keep several entries under one lock (what a call rendered, stored once at its end)."""
+        scope = self._scope
+        entries = []
+        for key, value in items:
+            k = key_of(key) if type(key) is str else _keyed(key)
+            entries.append(((scope, k), value, _flat(k) + _flat(value)))
+        self._lru.put_many(entries)
 
     def renew(self) -> None:
         """Forget this view's entries."""

@@ -57,8 +57,16 @@ class Meter:
     header_parts: dict[tuple[object, ...], tuple[str, str] | None] | Scoped = field(
         default_factory=dict, repr=False
     )
-    # This call's bodies by text (a plain dict in front of the shared ``bodies``).
+    # This call's bodies and header parts (plain dicts in front of the shared caches), and what it
+    # rendered new: stored in the shared caches at once by :meth:`flush`.
     _bodies: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _parts: dict[tuple[object, ...], tuple[str, str] | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _fresh: list[tuple[str, str]] = field(default_factory=list, init=False, repr=False)
+    _fresh_parts: list[tuple[tuple[object, ...], tuple[str, str] | None]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _digits_isolated: bool = field(default=False, init=False, repr=False)
     # Header costs of this call by (header key, block number).
     _header_costs: dict[tuple[tuple[object, ...], int], int] = field(
@@ -86,9 +94,21 @@ class Meter:
             body = self.bodies.get(text)
             if body is None:
                 body = self.format.body(chunk)
-                self.bodies[text] = body
+                if isinstance(self.bodies, Scoped):
+                    self._fresh.append((text, body))
+                else:
+                    self.bodies[text] = body
             self._bodies[text] = body
         return body
+
+    def flush(self) -> None:
+        """Store the bodies and header parts this call rendered in the shared caches, in one batch each."""
+        if self._fresh and isinstance(self.bodies, Scoped):
+            self.bodies.put_many(self._fresh)
+            self._fresh = []
+        if self._fresh_parts and isinstance(self.header_parts, Scoped):
+            self.header_parts.put_many(self._fresh_parts)
+            self._fresh_parts = []
 
     def count(self, text: str) -> int:
         """Tokens of one string (memoized for this call, then the tokenizer's LRU)."""
@@ -141,13 +161,17 @@ class Meter:
             known = self._header_costs.get((key, n))
             if known is not None:  # selection prices every candidate as the same block n
                 return known
-            # One get(): the dict is shared across threads and may be cleared at any time.
-            cached = self.header_parts.get(key, _UNSPLIT)
-            parts = (
-                (self.header_parts.setdefault(key, self._split_header(chunk)))
-                if cached == _UNSPLIT
-                else cached
-            )
+            parts = self._parts.get(key, _UNSPLIT)
+            if parts == _UNSPLIT:
+                # One get(): the cache is shared across threads and may be cleared at any time.
+                parts = self.header_parts.get(key, _UNSPLIT)
+                if parts == _UNSPLIT:
+                    parts = self._split_header(chunk)
+                    if isinstance(self.header_parts, Scoped):
+                        self._fresh_parts.append((key, parts))
+                    else:
+                        self.header_parts.setdefault(key, parts)
+                self._parts[key] = parts
             if parts is not None:
                 cost = self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
                 self._header_costs[key, n] = cost

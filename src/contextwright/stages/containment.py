@@ -27,7 +27,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from contextwright.core.caches import cache_of, text_cache
 from contextwright.core.errors import ConfigError
@@ -40,7 +40,7 @@ from contextwright.stages.base import register_stage
 from contextwright.stages.dedup import fold_duplicate, normalize_text
 from contextwright.stages.filter import relevance_key
 from contextwright.stages.profiles import _CACHE as _PROFILES
-from contextwright.stages.profiles import Profile, profiles, shared_positions, shingle_hashes
+from contextwright.stages.profiles import Profile, profiles, shingle_hashes
 from contextwright.stages.shingles import shingle_words
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class _View:
 
     ranges: list[Range]
     n_words: int
-    shingles: Any  # its shingle hashes (stages.profiles)
+    shingles: tuple[int, ...]  # its shingle hashes (stages.profiles)
 
 
 def _views(texts: Sequence[str], k: int, boiler: frozenset[str]) -> list[_View]:
@@ -122,9 +122,9 @@ def _views(texts: Sequence[str], k: int, boiler: frozenset[str]) -> list[_View]:
     got: dict[int, Profile] = dict(zip(plain, profiles([texts[i] for i in plain], k), strict=True))
     rest = [i for i in range(len(texts)) if i not in got]
     if rest:
-        words = [[w for s, e in ranges[i] for w in shingle_words(texts[i][s:e])] for i in rest]
-        for i, w, h in zip(rest, words, shingle_hashes(words, k), strict=True):
-            got[i] = (len(w), h)
+        for i in rest:
+            w = [w for s, e in ranges[i] for w in shingle_words(texts[i][s:e])]
+            got[i] = (len(w), shingle_hashes(w, k))
     return [_View(ranges[i], got[i][0], got[i][1]) for i in range(len(texts))]
 
 
@@ -254,27 +254,17 @@ class ContainmentDedup:
         boiler = _boilerplate(chunks)
         order = sorted(range(n), key=lambda i: relevance_key(chunks[i]))
         room = self.reach * budget if meter is not None and budget is not None and self.reach else None
-        # The chunks the walk reaches without a drop giving tokens back: profiled in one batch, and
-        # compared only at the shingles another of them holds (stages.profiles.shared_positions).
+        # The chunks the walk reaches unless a drop gives tokens back: profiled in one batch.
         first = _reach(order, chunks, meter, room)
         views = dict(zip(first, _views([chunks[i].text for i in first], k, boiler), strict=True))
-        shared = dict(zip(first, shared_positions([views[i].shingles for i in first]), strict=True))
         walk = _Walk(self, chunks, meter)
         for i in order:
             if room is not None and meter is not None:
                 if room <= 0:
                     break  # the rest lies beyond what the budget can reach: passed on as it is
                 room -= meter.tokens(chunks[i])  # given back below when the chunk is dropped
-            if i in views:
-                positions: Sequence[int] = shared[i]
-            else:  # reached only through tokens given back: compared with all the text kept
-                walk.widen(views)
-                views[i] = _views([chunks[i].text], k, boiler)[0]
-                positions = range(len(views[i].shingles))
-            if not positions:  # nothing another chunk holds: kept as it is
-                if len(views[i].shingles):
-                    walk.kept.append((i, views[i]))
-            elif walk.visit(i, views[i], positions) and room is not None and meter is not None:
+            view = views.get(i) or _views([chunks[i].text], k, boiler)[0]
+            if walk.visit(i, view) and room is not None and meter is not None:
                 room += meter.tokens(chunks[i])
         return walk.result()
 
@@ -314,58 +304,58 @@ def _reach(
 
 
 class _Walk:
-    """The state of one containment walk: which kept chunk first held each shingle, and the outcome.
+    """The state of one containment walk: the shingles of the text kept, and the outcome.
 
-    ``owner`` holds the shingles a chunk may share with another; a shingle only one chunk holds
-    can never be found in kept text, so leaving it out changes nothing (until :meth:`widen`).
+    A chunk none of whose shingles is in ``seen`` (most chunks) costs one set lookup per
+    shingle and is kept; only for a chunk that shares some is the kept chunk holding each
+    shared shingle looked for (the first kept, in rank order, that holds it).
     """
 
     def __init__(self, stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None) -> None:
         self.stage, self.chunks, self.meter = stage, chunks, meter
-        self.owner: dict[int, int] = {}  # shingle hash -> the kept chunk that first held it
-        self.kept: list[tuple[int, _View]] = []  # visited and not dropped, in visit order
+        self.seen: set[int] = set()  # every shingle of the text kept
+        self.kept: list[tuple[int, tuple[int, ...]]] = []  # visited and not dropped, in visit order
+        self.sets: dict[int, frozenset[int]] = {}  # a kept chunk's shingles, built when first needed
         self.current = list(chunks)
         self.dropped: set[int] = set()
         self.drops: list[Drop] = []
         self.changes: list[Change] = []
-        self.wide = False
 
-    def widen(self, views: dict[int, _View]) -> None:
-        """From now on compare every shingle: ``owner`` gets every shingle of the text kept."""
-        if self.wide:
-            return
-        self.wide = True
-        owner: dict[int, int] = {}
-        for i, view in self.kept:
-            for h in _ints(view.shingles):
-                owner.setdefault(h, i)
-        self.owner = owner
+    def _owners(self, shared: set[int]) -> dict[int, int]:
+        """The first kept chunk holding each of the ``shared`` shingles."""
+        out: dict[int, int] = {}
+        for j, hashes in self.kept:
+            held = self.sets.get(j)
+            if held is None:
+                held = self.sets[j] = frozenset(hashes)
+            hit = shared & held
+            if hit:
+                out.update(dict.fromkeys(hit, j))
+                shared -= hit
+                if not shared:
+                    break
+        return out
 
-    def visit(self, i: int, view: _View, positions: Sequence[int]) -> bool:
-        """Compare chunk ``i`` at ``positions`` with the text kept; True when it is dropped."""
+    def visit(self, i: int, view: _View) -> bool:
+        """Compare chunk ``i`` with the text kept; True when it is dropped."""
         sh = view.shingles
-        if not len(sh):
+        if not sh:
             return False
-        self.kept.append((i, view))
-        if not positions:
+        seen = self.seen
+        if seen.isdisjoint(sh):
+            seen.update(sh)
+            self.kept.append((i, sh))
             return False
-        hs = _ints(sh) if isinstance(positions, range) else _ints(_at(sh, positions))
-        owner = self.owner
-        found = list(map(owner.get, hs))  # the kept chunk holding each shingle, or None
-        if not any(o is not None for o in found):
-            owner.update(dict.fromkeys(hs, i))
-            return False
+        owner = self._owners(seen.intersection(sh))
+        found = list(map(owner.get, sh))  # the kept chunk holding each shingle, or None
         counts = Counter(o for o in found if o is not None)
-        runs = _covered_runs(
-            [p for p, o in zip(positions, found, strict=True) if o is not None], self.stage.shingle_size
-        )
+        runs = _covered_runs([p for p, o in enumerate(found) if o is not None], self.stage.shingle_size)
         main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
         share = sum(b - a for a, b in runs) / view.n_words
         c, chunks = self.chunks[i], self.chunks
         if share >= self.stage.threshold:
             self.current[main] = fold_duplicate(self.current[main], c)
             self.dropped.add(i)
-            self.kept.pop()
             detail = f"{share:.0%} of its words are in kept text (most in {chunks[main].id})"
             self.drops.append(Drop(c.id, "duplicate_of", related=chunks[main].id, detail=detail))
             return True
@@ -373,8 +363,8 @@ class _Walk:
         if stripped is not None:
             self.current[i], change = stripped
             self.changes.append(change)
-        for h in hs:
-            owner.setdefault(h, i)
+        seen.update(sh)
+        self.kept.append((i, sh))
         return False
 
     def result(self) -> StageResult:
@@ -383,18 +373,6 @@ class _Walk:
             return StageResult.of(name, chunks, chunks)
         out = [self.current[i] for i in range(len(chunks)) if i not in self.dropped]
         return StageResult.of(name, chunks, out, dropped=self.drops, changed=self.changes)
-
-
-def _at(hashes: Any, positions: Sequence[int]) -> Any:
-    """The hashes at ``positions`` (one fancy index for a numpy array)."""
-    if hasattr(hashes, "dtype"):
-        return hashes[positions]
-    return [hashes[p] for p in positions]
-
-
-def _ints(hashes: Any) -> list[int]:
-    """Shingle hashes as Python ints (a numpy array's, or a tuple's)."""
-    return hashes.tolist() if hasattr(hashes, "tolist") else list(hashes)
 
 
 def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
