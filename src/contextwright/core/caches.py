@@ -341,11 +341,10 @@ def text_cache(
         @functools.wraps(fn)
         def cached(*args: Any) -> Any:
             # one text: keyed by itself (or its digest); several arguments: a tuple of their keys
-            key: Hashable = (
-                key_of(args[0])
-                if len(args) == 1 and type(args[0]) is str
-                else tuple([key_of(a) if type(a) is str else a for a in args])
-            )
+            if len(args) == 1 and type(args[0]) is str:
+                key: Hashable = args[0] if len(args[0]) <= DIGEST_OVER else key_of(args[0])
+            else:
+                key = tuple([key_of(a) if type(a) is str else a for a in args])
             got = data.get(key)
             if got is not None:
                 cache.hits += 1
@@ -371,7 +370,8 @@ def _keyed(key: Hashable) -> Hashable:
     if isinstance(key, str):
         return key_of(key)
     if type(key) is tuple:
-        return tuple([key_of(k) if type(k) is str else k for k in key])
+        # only a long text is replaced (a header key's fields are short; its text may not be)
+        return tuple([key_of(k) if type(k) is str and len(k) > DIGEST_OVER else k for k in key])
     return key
 
 
@@ -391,7 +391,8 @@ class Scoped:
         self._scope = next(_SERIAL)
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        return self._lru.get((self._scope, key_of(key) if type(key) is str else _keyed(key)), default)
+        k = (key if len(key) <= DIGEST_OVER else key_of(key)) if type(key) is str else _keyed(key)
+        return self._lru.get((self._scope, k), default)
 
     def __setitem__(self, key: Hashable, value: Any) -> None:
         # keys and values here are texts or tuples of scalars (a header's fields, its two parts)
