@@ -392,7 +392,17 @@ class Scoped:
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         k = (key if len(key) <= DIGEST_OVER else key_of(key)) if type(key) is str else _keyed(key)
-        return self._lru.get((self._scope, k), default)
+        full, lru = (self._scope, k), self._lru  # ByteLRU.get inlined: one call fewer on the hot path
+        got = lru._data.get(full)
+        if got is None:
+            lru.misses += 1
+            return default
+        lru.hits += 1
+        try:  # noqa: SIM105 - the hot path
+            lru._data.move_to_end(full)
+        except KeyError:  # another thread evicted it between the get and here
+            pass
+        return got[0]
 
     def __setitem__(self, key: Hashable, value: Any) -> None:
         # keys and values here are texts or tuples of scalars (a header's fields, its two parts)

@@ -104,7 +104,10 @@ def _stem_raw(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Lowercased, stemmed word terms of ``text`` without stopwords."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
+    stem, short = _stem_short, _STEM_CACHED_CHARS  # inline _stem: one call a word, not two
+    return [
+        stem(w) if len(w) <= short else _stem_raw(w) for w in _WORD.findall(text.lower()) if w not in _STOP
+    ]
 
 
 def has_term(low: str, term: str) -> bool:
