@@ -224,6 +224,7 @@ class ByteLRU:
         "_data",
         "_lock",
         "_max_entry",
+        "_sizes",
         "bytes",
         "hits",
         "max_bytes",
@@ -242,7 +243,10 @@ class ByteLRU:
         self.maxsize = maxsize
         self._max_entry = max(1, max_bytes // 8)
         # key -> (value, bytes)
-        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        # key -> value, in LRU order; key -> bytes beside it (no (value, bytes) pair per entry: a
+        # tuple per store is one more object for the garbage collector to track)
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
         self._lock = threading.Lock()
         self.bytes = 0
         self.hits = 0
@@ -252,8 +256,8 @@ class ByteLRU:
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value under ``key`` (marked recently used), or ``default``."""
-        got = self._data.get(key)
-        if got is None:
+        got = self._data.get(key, _MISSING)
+        if got is _MISSING:
             self.misses += 1
             return default
         self.hits += 1
@@ -261,7 +265,7 @@ class ByteLRU:
             self._data.move_to_end(key)
         except KeyError:  # another thread evicted it between the get and here
             pass
-        return got[0]
+        return got
 
     def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         """Keep ``value`` under ``key`` (``nbytes``: the entry's bytes, key included), then evict the
@@ -270,30 +274,32 @@ class ByteLRU:
         if nbytes > self._max_entry:
             return
         with self._lock:
-            data = self._data
-            old = data.get(key)
+            data, sizes = self._data, self._sizes
+            old = sizes.get(key)
             if old is not None:
-                self.bytes -= old[1]
-            data[key] = (value, nbytes)
+                self.bytes -= old
+            data[key] = value
+            sizes[key] = nbytes
             self.bytes += nbytes
             if self.bytes > self.max_bytes or len(data) > self.maxsize:
                 self._evict()
 
     def _evict(self) -> None:
-        data = self._data
+        data, sizes = self._data, self._sizes
         while data and (len(data) > self.maxsize or self.bytes > self.max_bytes):
-            _, (_, n) = data.popitem(last=False)
-            self.bytes -= n
+            key, _ = data.popitem(last=False)
+            self.bytes -= sizes.pop(key)
 
     def put_many(self, items: Iterable[tuple[Hashable, Any, int]]) -> None:
         """:meth:`put` for several entries under one lock."""
-        data, limit = self._data, self._max_entry
+        data, sizes, limit = self._data, self._sizes, self._max_entry
         with self._lock:
             for key, value, size in items:
                 nbytes = size + ENTRY_OVERHEAD
                 if nbytes > limit or key in data:
                     continue
-                data[key] = (value, nbytes)
+                data[key] = value
+                sizes[key] = nbytes
                 self.bytes += nbytes
             self._evict()
 
@@ -307,6 +313,7 @@ class ByteLRU:
         """Forget every entry."""
         with self._lock:
             self._data.clear()
+            self._sizes.clear()
             self.bytes = 0
 
     def stats(self, name: str | None = None) -> CacheStats:
@@ -345,14 +352,14 @@ def text_cache(
                 key: Hashable = args[0] if len(args[0]) <= DIGEST_OVER else key_of(args[0])
             else:
                 key = tuple([key_of(a) if type(a) is str else a for a in args])
-            got = data.get(key)
-            if got is not None:
+            got = data.get(key, _MISSING)
+            if got is not _MISSING:
                 cache.hits += 1
                 try:  # noqa: SIM105 - the hot path
                     data.move_to_end(key)
                 except KeyError:
                     pass
-                return got[0]
+                return got
             cache.misses += 1
             value = fn(*args)
             put(key, value, sizeof(key) + size(value))
@@ -393,8 +400,8 @@ class Scoped:
     def get(self, key: Hashable, default: Any = None) -> Any:
         k = (key if len(key) <= DIGEST_OVER else key_of(key)) if type(key) is str else _keyed(key)
         full, lru = (self._scope, k), self._lru  # ByteLRU.get inlined: one call fewer on the hot path
-        got = lru._data.get(full)
-        if got is None:
+        got = lru._data.get(full, _MISSING)
+        if got is _MISSING:
             lru.misses += 1
             return default
         lru.hits += 1
@@ -402,7 +409,7 @@ class Scoped:
             lru._data.move_to_end(full)
         except KeyError:  # another thread evicted it between the get and here
             pass
-        return got[0]
+        return got
 
     def __setitem__(self, key: Hashable, value: Any) -> None:
         # keys and values here are texts or tuples of scalars (a header's fields, its two parts)

@@ -47,7 +47,7 @@ class CachedTokenizer:
             maxsize=maxsize,
             weak=True,
         )
-        self._cache = self._lru._data  # text -> (count, bytes): the hot path reads it directly
+        self._cache = self._lru._data  # text -> count: the hot path reads it directly
         self.hits = 0
         self.misses = 0
 
@@ -57,14 +57,14 @@ class CachedTokenizer:
         return self._lru.bytes
 
     def count(self, text: str) -> int:
-        got = self._cache.get(text)
-        if got is not None:
+        n = self._cache.get(text)
+        if n is not None:
             self.hits += 1
             try:  # noqa: SIM105 - the hot path; contextlib.suppress costs more than the lookup
                 self._cache.move_to_end(text)
             except KeyError:  # another thread evicted it between the get and here
                 pass
-            return got[0]  # type: ignore[no-any-return]
+            return n  # type: ignore[no-any-return]
         n = self.base.count(text)
         self.misses += 1
         self._lru.put(text, n, sys.getsizeof(text) + _INT)
@@ -72,7 +72,7 @@ class CachedTokenizer:
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         cache = self._cache
-        out: list[int | None] = [None if (got := cache.get(t)) is None else got[0] for t in texts]
+        out: list[int | None] = [cache.get(t) for t in texts]
         missing = [i for i, n in enumerate(out) if n is None]
         if missing:
             pending = list(dict.fromkeys(texts[i] for i in missing))
