@@ -29,6 +29,7 @@ from typing import Any
 
 import tiktoken
 
+import contextwright
 from contextwright import Assembler
 from contextwright.stores import open_store
 
@@ -67,7 +68,7 @@ def wide(rows: list[dict[str, Any]], passes: int) -> None:
         asm = Assembler("qa", budget=budget, tokenizer="cl100k_base")
         best = {"floor": [float("inf")] * len(lists), "qa": [float("inf")] * len(lists)}
         for _ in range(passes):
-            asm.clear_caches()
+            contextwright.clear_caches()  # every cache of the process: each pass starts cold
             for i, (question, chunks) in enumerate(lists):
                 t0 = time.perf_counter()
                 for c in chunks:

@@ -20,6 +20,7 @@ from contextwright.assembly.presets import (
     pipeline_to_config,
     register_preset,
 )
+from contextwright.core.caches import clear_all as clear_caches
 from contextwright.core.errors import (
     BudgetError,
     ConfigError,
@@ -70,6 +71,7 @@ __all__ = [
     "__version__",
     "aassemble",
     "assemble",
+    "clear_caches",
     "get_format",
     "get_model",
     "get_preset",

@@ -13,7 +13,6 @@ from contextwright.assembly.loop import check_cancelled
 from contextwright.assembly.pipeline import Pipeline, Plan
 from contextwright.assembly.presets import pipeline_from_config, with_overrides
 from contextwright.assembly.spec import DEFAULT_BUFFER, AssemblerSpec
-from contextwright.core.caches import clear_all
 from contextwright.core.cancel import cancel_on
 from contextwright.core.errors import ConfigError, InputError, did_you_mean, located
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
@@ -161,9 +160,11 @@ class Assembler:
             )
         given = spec.tokenizer
         with located("tokenizer" if given is not None else "model"):
-            self.tokenizer: CachedTokenizer = get_tokenizer(
-                given if given is not None else (self.model.tokenizer if self.model else "cl100k_base")
-            )
+            named = given if given is not None else (self.model.tokenizer if self.model else "cl100k_base")
+            self.tokenizer: CachedTokenizer = get_tokenizer(named)
+        # A tokenizer named by a string is the registry's, shared by every assembler using it; one
+        # passed as a bare Tokenizer was wrapped here, so its count cache is this assembler's own.
+        self._owns_tokenizer = not isinstance(named, (str, CachedTokenizer))
         self.budget = spec.budget
         self.system = spec.system
         self.history_tokens = spec.history_tokens
@@ -179,12 +180,17 @@ class Assembler:
             self.zones("")  # fail now, not on the first call, when the zones do not add up
 
     def clear_caches(self) -> None:
-        """Forget every cache keyed by text (:mod:`contextwright.core.caches`: sentence analyses,
-        dedup keys, snippets, ...), this assembler's token counts, and its rendered bodies and
-        headers: a cold start, for benchmarks."""
-        clear_all()
-        self.tokenizer.clear()
+        """Forget this assembler's own caches: its pipeline's rendered bodies and headers, and its
+        token counts when the tokenizer is its own (passed as a bare :class:`Tokenizer` object; a
+        tokenizer named by a string is shared with every assembler using it and is kept).
+
+        The process-wide caches (sentence analyses, dedup keys, word profiles, snippets, every
+        tokenizer's counts) are emptied by ``contextwright.clear_caches()``: a cold start for
+        benchmarks.
+        """
         self.pipeline.clear_caches()
+        if self._owns_tokenizer:
+            self.tokenizer.clear()
 
     def zones(self, query: str = "", *, budget: int | None = None) -> ZoneBudget:
         """The zone breakdown for ``query`` (explicit ``budget`` wins)."""

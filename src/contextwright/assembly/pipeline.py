@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from contextwright.assembly.loop import StageLoop, cancel_on, check_cancelled
+from contextwright.core.caches import ByteLRU, Scoped
 from contextwright.core.errors import ConfigError, InputError
 from contextwright.core.telemetry import span
 from contextwright.core.text import check_text
@@ -39,7 +40,11 @@ __all__ = ["Pipeline", "Plan", "cancel_on"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_BODIES = 16_384  # per pipeline; the service keeps one pipeline per configuration
+# Rendered bodies and number-free header parts of every pipeline, by text, in two shared caches
+# bounded by bytes (each pipeline sees its own entries through a Scoped view): the service keeps
+# up to 64 pipelines, and they share these bounds instead of each holding its own.
+_BODIES = ByteLRU("contextwright.assembly.pipeline.bodies", max_bytes=12 * 2**20, maxsize=65_536)
+_HEADERS = ByteLRU("contextwright.assembly.pipeline.headers", max_bytes=6 * 2**20, maxsize=65_536)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,13 +194,11 @@ class Pipeline:
     verify: Literal["auto", "always"] = "auto"
     name: str = "custom"
     # Rendered bodies by chunk text, kept across calls (escaping is a pure
-    # function of the text and the format); bounded by clearing.
+    # function of the text and the format), in this pipeline's view of the shared caches.
     # init=False: dataclasses.replace() (a new format, new stages) starts with
-    # empty caches instead of sharing bodies rendered for another format.
-    _bodies: dict[str, str] = field(default_factory=dict, compare=False, repr=False, init=False)
-    _headers: dict[tuple[object, ...], tuple[str, str] | None] = field(
-        default_factory=dict, compare=False, repr=False, init=False
-    )
+    # its own view instead of sharing bodies rendered for another format.
+    _bodies: Scoped = field(default_factory=lambda: Scoped(_BODIES), compare=False, repr=False, init=False)
+    _headers: Scoped = field(default_factory=lambda: Scoped(_HEADERS), compare=False, repr=False, init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stages", tuple(self.stages))
@@ -209,9 +212,9 @@ class Pipeline:
                 )
 
     def clear_caches(self) -> None:
-        """Forget the rendered bodies and headers (kept across calls, by text and format)."""
-        self._bodies.clear()
-        self._headers.clear()
+        """Forget this pipeline's rendered bodies and headers (kept across calls, by text and format)."""
+        self._bodies.renew()
+        self._headers.renew()
 
     def run(
         self,
@@ -267,9 +270,6 @@ class Pipeline:
     ) -> tuple[Meter, dict[str, Any]]:
         """The call's meter (over the pipeline's bounded body/header caches) and what stages may receive;
         shared by the sync and async paths."""
-        if len(self._bodies) > _MAX_BODIES or len(self._headers) > _MAX_BODIES:
-            self._bodies.clear()
-            self._headers.clear()
         meter = Meter(self.format, tokenizer, bodies=self._bodies, header_parts=self._headers)
         env: dict[str, Any] = {
             "query": query,
@@ -384,6 +384,7 @@ class Pipeline:
         start = time.perf_counter()
         with span("contextwright.stage.render", **{"contextwright.stage": "render"}) as sp:
             blocks, text, total, drops = self._fit(current, meter, budget, query)
+            meter.flush()
             if sp is not None:
                 sp.set_attributes(
                     {

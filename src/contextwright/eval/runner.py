@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from contextwright.core.caches import clear_all
 from contextwright.core.errors import ConfigError
 from contextwright.core.spawn import spawn_blocker
 from contextwright.eval.data import EvalQuery
@@ -187,14 +188,17 @@ def evaluate_query(
 ) -> list[QueryResult]:
     """Run every strategy at every budget on one query and score the outputs.
 
-    The token cache of ``tokenizer`` is cleared before each run, so every
-    latency is that of a query whose chunks were never seen, whatever ran
-    before it; pass a private :class:`~contextwright.tokens.CachedTokenizer`.
+    The token cache of ``tokenizer`` and the process's text caches (word profiles, dedup
+    keys, sentence analyses, rendered bodies: :func:`contextwright.core.caches.clear_all`,
+    the other tokenizers' counts kept) are cleared before each run, so every latency is that
+    of a query whose chunks were never seen, whatever ran before it; pass a private
+    :class:`~contextwright.tokens.CachedTokenizer`.
     """
     out = []
     for strategy in strategies:
         for budget in budgets:
             tokenizer.clear()
+            clear_all(per_object=False)
             start = time.perf_counter()
             output = strategy.run(
                 query.question, query.chunks, budget=budget, tokenizer=tokenizer, resources=resources
@@ -386,7 +390,8 @@ def open_corpus_store(path: str | Path) -> Any:
 
 
 def _private(spec: str | Tokenizer) -> CachedTokenizer:
-    # A cache of our own: the runs clear it (cold latencies) and must not clear the caller's.
+    # A count cache of our own: the runs clear it (cold latencies) and must not clear the caller's
+    # (contextwright.clear_caches() would: it empties every tokenizer's counts).
     return CachedTokenizer(get_tokenizer(spec).base)
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from contextwright.core.caches import register
+from contextwright.core.caches import text_cache
 from contextwright.model.chunk import Chunk
 from contextwright.model.provenance import MAX_HELD_CHECKS, BlockWords
 from contextwright.model.spans import Span, compose
@@ -34,8 +33,7 @@ def _span(chunk: Chunk) -> tuple[int, int] | None:
     return (chunk.index, chunk.index) if chunk.index is not None else None
 
 
-@register
-@functools.lru_cache(maxsize=16_384)
+@text_cache(max_bytes=2 * 2**20, maxsize=16_384)
 def _snippet(text: str) -> str:
     """The first ``SNIPPET_CHARS`` characters, whitespace collapsed (cached by text)."""
     head = text[: SNIPPET_CHARS + 1]

@@ -13,6 +13,7 @@ import string
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from contextwright.core.caches import Scoped
 from contextwright.core.cancel import check_cancelled
 from contextwright.model.chunk import Chunk
 from contextwright.render.format import Format, join_pieces
@@ -54,10 +55,22 @@ class Meter:
 
     format: Format
     tokenizer: CachedTokenizer
-    bodies: dict[str, str] = field(default_factory=dict, repr=False)
+    bodies: dict[str, str] | Scoped = field(default_factory=dict, repr=False)
     _counts: dict[str, int] = field(default_factory=dict, repr=False)
     _text_tokens: dict[str, int] = field(default_factory=dict, repr=False)
-    header_parts: dict[tuple[object, ...], tuple[str, str] | None] = field(default_factory=dict, repr=False)
+    header_parts: dict[tuple[object, ...], tuple[str, str] | None] | Scoped = field(
+        default_factory=dict, repr=False
+    )
+    # This call's bodies and header parts (plain dicts in front of the shared caches), and what it
+    # rendered new: stored in the shared caches at once by :meth:`flush`.
+    _bodies: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _parts: dict[tuple[object, ...], tuple[str, str] | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _fresh: list[tuple[str, str]] = field(default_factory=list, init=False, repr=False)
+    _fresh_parts: list[tuple[tuple[object, ...], tuple[str, str] | None]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _digits_isolated: bool = field(default=False, init=False, repr=False)
     # Header costs of this call by (header key, block number).
     _header_costs: dict[tuple[tuple[object, ...], int], int] = field(
@@ -89,11 +102,27 @@ class Meter:
 
     def body(self, chunk: Chunk) -> str:
         """The rendered body of ``chunk`` (memoized by text)."""
-        body = self.bodies.get(chunk.text)
+        text = chunk.text
+        body = self._bodies.get(text)
         if body is None:
-            body = self.format.body(chunk)
-            self.bodies[chunk.text] = body
+            body = self.bodies.get(text)
+            if body is None:
+                body = self.format.body(chunk)
+                if isinstance(self.bodies, Scoped):
+                    self._fresh.append((text, body))
+                else:
+                    self.bodies[text] = body
+            self._bodies[text] = body
         return body
+
+    def flush(self) -> None:
+        """Store the bodies and header parts this call rendered in the shared caches, in one batch each."""
+        if self._fresh and isinstance(self.bodies, Scoped):
+            self.bodies.put_many(self._fresh)
+            self._fresh = []
+        if self._fresh_parts and isinstance(self.header_parts, Scoped):
+            self.header_parts.put_many(self._fresh_parts)
+            self._fresh_parts = []
 
     def count(self, text: str) -> int:
         """Tokens of one string (memoized for this call, then the tokenizer's LRU)."""
@@ -157,13 +186,17 @@ class Meter:
             known = self._header_costs.get((key, n))
             if known is not None:  # selection prices every candidate as the same block n
                 return known
-            # One get(): the dict is shared across threads and may be cleared at any time.
-            cached = self.header_parts.get(key, _UNSPLIT)
-            parts = (
-                (self.header_parts.setdefault(key, self._split_header(chunk)))
-                if cached == _UNSPLIT
-                else cached
-            )
+            parts = self._parts.get(key, _UNSPLIT)
+            if parts == _UNSPLIT:
+                # One get(): the cache is shared across threads and may be cleared at any time.
+                parts = self.header_parts.get(key, _UNSPLIT)
+                if parts == _UNSPLIT:
+                    parts = self._split_header(chunk)
+                    if isinstance(self.header_parts, Scoped):
+                        self._fresh_parts.append((key, parts))
+                    else:
+                        self.header_parts.setdefault(key, parts)
+                self._parts[key] = parts
             if parts is not None:
                 cost = self.count(parts[0]) + self.count(str(n)) + self.count(parts[1])
                 self._header_costs[key, n] = cost

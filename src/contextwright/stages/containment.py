@@ -21,15 +21,15 @@ by a budget filled in rank order.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
+import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.core.caches import register
+from contextwright.core.caches import cache_of, text_cache
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.core.sentences import split_sentences
@@ -39,6 +39,8 @@ from contextwright.model.spans import compose, join_pieces
 from contextwright.stages.base import register_stage
 from contextwright.stages.dedup import fold_duplicate, normalize_text
 from contextwright.stages.filter import relevance_key
+from contextwright.stages.profiles import _CACHE as _PROFILES
+from contextwright.stages.profiles import Profile, profiles, shingle_hashes
 from contextwright.stages.shingles import shingle_words
 
 if TYPE_CHECKING:
@@ -51,25 +53,10 @@ _ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
 Range = tuple[int, int]
 
 
-def _shingle_hashes(words: Sequence[bytes], k: int) -> tuple[int, ...]:
-    """One hash per overlapping ``k``-word shingle (zip and hash run in C)."""
-    if len(words) < k:
-        return ()
-    return tuple(map(hash, zip(*(words[j:] for j in range(k)), strict=False)))
-
-
 def clear_caches() -> None:
     """Forget the cached word profiles and strip plans (cold benchmarks)."""
-    _profile.cache_clear()
-    _strip_plan.cache_clear()
-
-
-@register
-@functools.lru_cache(maxsize=8_192)
-def _profile(text: str, k: int) -> tuple[int, tuple[int, ...]]:
-    """Words and shingle hashes of a text without boilerplate, cached by content across calls."""
-    words = shingle_words(text)
-    return len(words), _shingle_hashes(words, k)
+    _PROFILES.cache_clear()
+    cache_of(_strip_plan).cache_clear()
 
 
 def _word_offsets(text: str, ranges: Sequence[Range], words: Sequence[bytes]) -> list[Range] | None:
@@ -123,18 +110,22 @@ class _View:
     """A chunk as the comparison sees it."""
 
     ranges: list[Range]
-    words: list[bytes] | None  # None: the plain cached path (no boilerplate in the chunk)
     n_words: int
-    shingles: tuple[int, ...]
+    shingles: tuple[int, ...]  # its shingle hashes (stages.profiles)
 
 
-def _view(text: str, k: int, boiler: frozenset[str]) -> _View:
-    ranges = _content_ranges(text, boiler)
-    if len(ranges) == 1 and ranges[0] == (0, len(text)):
-        n, sh = _profile(text, k)
-        return _View(ranges, None, n, sh)
-    words = [w for s, e in ranges for w in shingle_words(text[s:e])]
-    return _View(ranges, words, len(words), _shingle_hashes(words, k))
+def _views(texts: Sequence[str], k: int, boiler: frozenset[str]) -> list[_View]:
+    """Each text as the comparison sees it: plain texts through the profile cache, texts with
+    boilerplate lines from their other lines; every new one hashed in one batch."""
+    ranges = [_content_ranges(t, boiler) for t in texts]
+    plain = [i for i, (t, r) in enumerate(zip(texts, ranges, strict=True)) if r == [(0, len(t))]]
+    got: dict[int, Profile] = dict(zip(plain, profiles([texts[i] for i in plain], k), strict=True))
+    rest = [i for i in range(len(texts)) if i not in got]
+    if rest:
+        for i in rest:
+            w = [w for s, e in ranges[i] for w in shingle_words(texts[i][s:e])]
+            got[i] = (len(w), shingle_hashes(w, k))
+    return [_View(ranges[i], got[i][0], got[i][1]) for i in range(len(texts))]
 
 
 def _strip_ranges(text: str, runs: Sequence[Range], offsets: Sequence[Range], n_words: int) -> list[Range]:
@@ -262,54 +253,20 @@ class ContainmentDedup:
         k = self.shingle_size
         boiler = _boilerplate(chunks)
         order = sorted(range(n), key=lambda i: relevance_key(chunks[i]))
-        owner: dict[int, int] = {}  # shingle hash -> the kept chunk that first held it
-        current = list(chunks)
-        dropped: set[int] = set()
-        drops: list[Drop] = []
-        changes: list[Change] = []
         room = self.reach * budget if meter is not None and budget is not None and self.reach else None
+        # The chunks the walk reaches unless a drop gives tokens back: profiled in one batch.
+        first = _reach(order, chunks, meter, room)
+        views = dict(zip(first, _views([chunks[i].text for i in first], k, boiler), strict=True))
+        walk = _Walk(self, chunks, meter)
         for i in order:
             if room is not None and meter is not None:
                 if room <= 0:
                     break  # the rest lies beyond what the budget can reach: passed on as it is
                 room -= meter.tokens(chunks[i])  # given back below when the chunk is dropped
-            c = chunks[i]
-            view = _view(c.text, k, boiler)
-            sh = view.shingles
-            if not sh:
-                continue
-            if owner.keys().isdisjoint(sh):
-                owner.update(dict.fromkeys(sh, i))
-                continue
-            found = list(map(owner.get, sh))  # the kept chunk holding each shingle, or None
-            counts = Counter(o for o in found if o is not None)
-            runs = _covered_runs([p for p, o in enumerate(found) if o is not None], k)
-            main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
-            share = sum(b - a for a, b in runs) / view.n_words
-            if share >= self.threshold:
-                current[main] = fold_duplicate(current[main], c)
-                dropped.add(i)
-                if room is not None and meter is not None:
-                    room += meter.tokens(c)
-                drops.append(
-                    Drop(
-                        c.id,
-                        "duplicate_of",
-                        related=chunks[main].id,
-                        detail=f"{share:.0%} of its words are in kept text (most in {chunks[main].id})",
-                    )
-                )
-                continue
-            stripped = self._strip(c, view, runs, chunks[main].id, meter)
-            if stripped is not None:
-                current[i], change = stripped
-                changes.append(change)
-            for h in sh:
-                owner.setdefault(h, i)
-        if not drops and not changes:
-            return StageResult.of(self.name, chunks, chunks)
-        out = [current[i] for i in range(n) if i not in dropped]
-        return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
+            view = views.get(i) or _views([chunks[i].text], k, boiler)[0]
+            if walk.visit(i, view) and room is not None and meter is not None:
+                room += meter.tokens(chunks[i])
+        return walk.result()
 
     def _strip(
         self, c: Chunk, view: _View, runs: tuple[Range, ...], main_id: str, meter: Meter | None
@@ -331,6 +288,93 @@ class ContainmentDedup:
         return new, change
 
 
+def _reach(
+    order: Sequence[int], chunks: Sequence[Chunk], meter: Meter | None, room: float | None
+) -> list[int]:
+    """The chunks, in rank order, that the walk visits when no drop gives tokens back."""
+    if room is None or meter is None:
+        return list(order)
+    out = []
+    for i in order:
+        if room <= 0:
+            break
+        room -= meter.tokens(chunks[i])
+        out.append(i)
+    return out
+
+
+class _Walk:
+    """The state of one containment walk: the shingles of the text kept, and the outcome.
+
+    A chunk none of whose shingles is in ``seen`` (most chunks) costs one set lookup per
+    shingle and is kept; only for a chunk that shares some is the kept chunk holding each
+    shared shingle looked for (the first kept, in rank order, that holds it).
+    """
+
+    def __init__(self, stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None) -> None:
+        self.stage, self.chunks, self.meter = stage, chunks, meter
+        self.seen: set[int] = set()  # every shingle of the text kept
+        self.kept: list[tuple[int, tuple[int, ...]]] = []  # visited and not dropped, in visit order
+        self.sets: dict[int, frozenset[int]] = {}  # a kept chunk's shingles, built when first needed
+        self.current = list(chunks)
+        self.dropped: set[int] = set()
+        self.drops: list[Drop] = []
+        self.changes: list[Change] = []
+
+    def _owners(self, shared: set[int]) -> dict[int, int]:
+        """The first kept chunk holding each of the ``shared`` shingles."""
+        out: dict[int, int] = {}
+        for j, hashes in self.kept:
+            held = self.sets.get(j)
+            if held is None:
+                held = self.sets[j] = frozenset(hashes)
+            hit = shared & held
+            if hit:
+                out.update(dict.fromkeys(hit, j))
+                shared -= hit
+                if not shared:
+                    break
+        return out
+
+    def visit(self, i: int, view: _View) -> bool:
+        """Compare chunk ``i`` with the text kept; True when it is dropped."""
+        sh = view.shingles
+        if not sh:
+            return False
+        seen = self.seen
+        if seen.isdisjoint(sh):
+            seen.update(sh)
+            self.kept.append((i, sh))
+            return False
+        owner = self._owners(seen.intersection(sh))
+        found = list(map(owner.get, sh))  # the kept chunk holding each shingle, or None
+        counts = Counter(o for o in found if o is not None)
+        runs = _covered_runs([p for p, o in enumerate(found) if o is not None], self.stage.shingle_size)
+        main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
+        share = sum(b - a for a, b in runs) / view.n_words
+        c, chunks = self.chunks[i], self.chunks
+        if share >= self.stage.threshold:
+            self.current[main] = fold_duplicate(self.current[main], c)
+            self.dropped.add(i)
+            detail = f"{share:.0%} of its words are in kept text (most in {chunks[main].id})"
+            self.drops.append(Drop(c.id, "duplicate_of", related=chunks[main].id, detail=detail))
+            return True
+        stripped = self.stage._strip(c, view, runs, chunks[main].id, self.meter)
+        if stripped is not None:
+            self.current[i], change = stripped
+            self.changes.append(change)
+        seen.update(sh)
+        self.kept.append((i, sh))
+        return False
+
+    def result(self) -> StageResult:
+        name, chunks = self.stage.name, self.chunks
+        if not self.drops and not self.changes:
+            return StageResult.of(name, chunks, chunks)
+        out = [self.current[i] for i in range(len(chunks)) if i not in self.dropped]
+        return StageResult.of(name, chunks, out, dropped=self.drops, changed=self.changes)
+
+
 def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
     """Word runs ``[a, b)`` covered by the shingles starting at ``hits`` (ascending), merged."""
     runs: list[Range] = []
@@ -342,8 +386,16 @@ def _covered_runs(hits: Sequence[int], k: int) -> tuple[Range, ...]:
     return tuple(runs)
 
 
-@register
-@functools.lru_cache(maxsize=8_192)
+def _plan_bytes(plan: tuple[list[Range], str, int] | None) -> int:
+    if plan is None:
+        return 16
+    return 64 + sys.getsizeof(plan[0]) + len(plan[0]) * _PAIR + sys.getsizeof(plan[1]) + 32
+
+
+_PAIR = sys.getsizeof((0, 0)) + 2 * sys.getsizeof(1 << 40)  # a range and its two offsets, at most
+
+
+@text_cache(max_bytes=4 * 2**20, maxsize=8_192, size=_plan_bytes)
 def _strip_plan(
     text: str, ranges: tuple[Range, ...], runs: tuple[Range, ...]
 ) -> tuple[list[Range], str, int] | None:

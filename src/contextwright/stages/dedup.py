@@ -16,16 +16,16 @@ survivor's citation names every place the text came from.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from contextwright.core.caches import register
+from contextwright.core.caches import ByteLRU, key_of, sizeof
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.model.chunk import Chunk
@@ -66,11 +66,22 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split()) if _NOT_SINGLE_SPACE.search(text) else text.strip()
 
 
-@register
-@functools.lru_cache(maxsize=65_536)
-def _exact_key(text: str) -> bytes:
-    """Hash of the normalized text, cached by content across calls."""
-    return hashlib.blake2b(normalize_text(text).encode(), digest_size=16).digest()
+_KEYS = ByteLRU("contextwright.stages.dedup._exact_key", max_bytes=4 * 2**20, maxsize=65_536)
+_KEY_BYTES = sys.getsizeof(b"\0" * 16)
+
+
+def _exact_keys(texts: Sequence[str]) -> list[bytes]:
+    """Hash of each normalized text, cached by content across calls (the new ones stored at once)."""
+    cache_keys = [key_of(t) for t in texts]
+    out: list[bytes | None] = [_KEYS.get(k) for k in cache_keys]
+    fresh = []
+    for i, key in enumerate(out):
+        if key is None:
+            key = out[i] = hashlib.blake2b(normalize_text(texts[i]).encode(), digest_size=16).digest()
+            fresh.append((cache_keys[i], key, sizeof(cache_keys[i]) + _KEY_BYTES))
+    if fresh:
+        _KEYS.put_many(fresh)
+    return out  # type: ignore[return-value]
 
 
 def fold_duplicate(survivor: Chunk, dropped: Chunk) -> Chunk:
@@ -118,8 +129,7 @@ class ExactDedup:
     def __call__(self, chunks: Sequence[Chunk], /) -> StageResult:
         best: dict[bytes, Chunk] = {}
         losers: list[tuple[Chunk, bytes]] = []
-        for c in chunks:
-            key = _exact_key(c.text)
+        for c, key in zip(chunks, _exact_keys([c.text for c in chunks]), strict=True):
             held = best.get(key)
             if held is None:
                 best[key] = c

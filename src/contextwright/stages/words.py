@@ -6,15 +6,16 @@ One owner for the term rules (lower-cased, light stemming, no stopwords:
 scores sentences by their terms (:func:`analyze`); the ``fill`` policy of
 :mod:`~contextwright.stages.budget` looks for query terms in lower-cased sentences
 (:func:`lowered_sentences`) and counts windows of them (:func:`sentence_sizes`).
-Every cache here is in the registry of :mod:`contextwright.core.caches`.
+Every cache here is in the registry of :mod:`contextwright.core.caches`, bounded by bytes.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import sys
 
-from contextwright.core.caches import register
+from contextwright.core.caches import register, text_cache
 from contextwright.core.sentences import split_sentences
 from contextwright.tokens import CachedTokenizer
 
@@ -29,8 +30,34 @@ __all__ = [
 ]
 
 
-@register
-@functools.lru_cache(maxsize=16_384)
+_PAIR = sys.getsizeof((0, 0)) + 2 * sys.getsizeof(1 << 40)  # a span and its two offsets, at most
+
+
+def _spans_bytes(spans: tuple[tuple[int, int], ...]) -> int:
+    return sys.getsizeof(spans) + len(spans) * _PAIR
+
+
+def _strings_bytes(strings: tuple[str, ...]) -> int:
+    return sys.getsizeof(strings) + sum(map(sys.getsizeof, strings))
+
+
+def _analysis_bytes(value: tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]) -> int:
+    spans, terms = value
+    return 64 + _spans_bytes(spans) + sys.getsizeof(terms) + sum(map(_strings_bytes, terms))
+
+
+def _lowered_bytes(value: tuple[tuple[tuple[int, int], ...], tuple[str, ...], str]) -> int:
+    return 64 + _spans_bytes(value[0]) + _strings_bytes(value[1]) + sys.getsizeof(value[2])
+
+
+def _sizes_bytes(value: tuple[tuple[int, ...], tuple[int, ...]]) -> int:
+    return 64 + sum(sys.getsizeof(v) + len(v) * _INT for v in value)
+
+
+_INT = sys.getsizeof(1 << 40)
+
+
+@text_cache(max_bytes=4 * 2**20, maxsize=16_384, size=_spans_bytes)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """The sentence spans of ``text`` (:func:`~contextwright.core.sentences.split_sentences`), cached by text."""
     return tuple(split_sentences(text))
@@ -48,10 +75,24 @@ _STOP = frozenset(
 )
 
 
-@register
-@functools.lru_cache(maxsize=65_536)
+#: Words longer than this are stemmed without the cache, so its bytes are bounded by its entries.
+_STEM_CACHED_CHARS = 64
+
+
 def _stem(word: str) -> str:
-    """A light suffix strip (plural ``-s``, ``-es``, ``-ies``, possessive) so ``prizes`` meets ``prize``."""
+    """A light suffix strip (plural ``-s``, ``-es``, ``-ies``, possessive) so ``prizes`` meets ``prize``;
+    cached for words of at most 64 characters."""
+    return _stem_short(word) if len(word) <= _STEM_CACHED_CHARS else _stem_raw(word)
+
+
+# 32,768 words of at most 64 characters, and their stems: at most 32,768 x 420 bytes (13 MiB).
+@register(entry_bytes=420)
+@functools.lru_cache(maxsize=32_768)
+def _stem_short(word: str) -> str:
+    return _stem_raw(word)
+
+
+def _stem_raw(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes")):
@@ -63,7 +104,10 @@ def _stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Lowercased, stemmed word terms of ``text`` without stopwords."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
+    stem, short = _stem_short, _STEM_CACHED_CHARS  # inline _stem: one call a word, not two
+    return [
+        stem(w) if len(w) <= short else _stem_raw(w) for w in _WORD.findall(text.lower()) if w not in _STOP
+    ]
 
 
 def has_term(low: str, term: str) -> bool:
@@ -87,8 +131,7 @@ def has_term(low: str, term: str) -> bool:
     return False
 
 
-@register
-@functools.lru_cache(maxsize=16_384)
+@text_cache(max_bytes=8 * 2**20, maxsize=16_384, size=_analysis_bytes)
 def analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
     """Sentence spans of ``text`` and each sentence's terms, cached by text.
 
@@ -100,15 +143,13 @@ def analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ..
     return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
 
 
-@register
-@functools.lru_cache(maxsize=16_384)
+@text_cache(max_bytes=8 * 2**20, maxsize=16_384)
 def lower(text: str) -> str:
     """``text.lower()``, cached by text."""
     return text.lower()
 
 
-@register
-@functools.lru_cache(maxsize=16_384)
+@text_cache(max_bytes=8 * 2**20, maxsize=16_384, size=_lowered_bytes)
 def lowered_sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...], str]:
     """Sentence spans of ``text``, each sentence lower-cased, and those joined (to rule out
     query terms for all sentences at once), cached by text."""
@@ -117,8 +158,7 @@ def lowered_sentences(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[str
     return spans, lowered, "\n".join(lowered)
 
 
-@register
-@functools.lru_cache(maxsize=4_096)
+@text_cache(max_bytes=4 * 2**20, maxsize=4_096, size=_sizes_bytes)
 def sentence_sizes(tokenizer: CachedTokenizer, text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Tokens of each sentence of ``text`` alone, and the running sum of each with its lead-in.
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
+from contextwright.core.caches import ByteLRU
 from contextwright.core.errors import ConfigError
 from contextwright.tokens.base import Tokenizer
+
+_INT = sys.getsizeof(1 << 40)  # a count's bytes, at most
 
 
 class CachedTokenizer:
@@ -21,8 +22,8 @@ class CachedTokenizer:
     Args:
         base: The tokenizer to wrap.
         maxsize: How many distinct texts to remember.
-        max_bytes: How many bytes of text to remember (``sys.getsizeof``; default 64 MiB); a
-            text over an eighth of it is counted but not kept.
+        max_bytes: How many bytes to remember (the texts by ``sys.getsizeof``, their counts and the
+            map's entries; default 64 MiB); a text over an eighth of it is counted but not kept.
     """
 
     def __init__(self, base: Tokenizer, *, maxsize: int = 65_536, max_bytes: int = 64 * 2**20) -> None:
@@ -38,27 +39,35 @@ class CachedTokenizer:
         self.known_splits = bool(getattr(base, "known_splits", False))
         self.maxsize = maxsize
         self.max_bytes = max_bytes
-        # A text over this share of the byte bound is counted but never kept.
-        self._max_entry_bytes = max(1, max_bytes // 8)
-        self._cache: OrderedDict[str, int] = OrderedDict()
-        self.bytes = 0  # sys.getsizeof of the cached texts
-        self._lock = threading.Lock()
+        # The core's byte-bounded LRU, registered weakly (contextwright.clear_caches() empties it):
+        # a text over an eighth of the byte bound is counted but never kept.
+        self._lru = ByteLRU(
+            f"contextwright.tokens.CachedTokenizer[{base.name}]",
+            max_bytes=max_bytes,
+            maxsize=maxsize,
+            weak=True,
+        )
+        self._cache = self._lru._data  # text -> count: the hot path reads it directly
         self.hits = 0
         self.misses = 0
 
+    @property
+    def bytes(self) -> int:
+        """Bytes held: the cached texts (``sys.getsizeof``), their counts and the map's entries."""
+        return self._lru.bytes
+
     def count(self, text: str) -> int:
-        cache = self._cache
-        n = cache.get(text)
+        n = self._cache.get(text)
         if n is not None:
             self.hits += 1
             try:  # noqa: SIM105 - the hot path; contextlib.suppress costs more than the lookup
-                cache.move_to_end(text)
+                self._cache.move_to_end(text)
             except KeyError:  # another thread evicted it between the get and here
                 pass
-            return n
+            return n  # type: ignore[no-any-return]
         n = self.base.count(text)
         self.misses += 1
-        self._store({text: n})
+        self._lru.put(text, n, sys.getsizeof(text) + _INT)
         return n
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
@@ -69,25 +78,11 @@ class CachedTokenizer:
             pending = list(dict.fromkeys(texts[i] for i in missing))
             counts = dict(zip(pending, self.base.count_many(pending), strict=True))
             self.misses += len(pending)
-            self._store(counts)
+            self._lru.put_many([(t, n, sys.getsizeof(t) + _INT) for t, n in counts.items()])
             for i in missing:
                 out[i] = counts[texts[i]]
         self.hits += len(texts) - len(missing)
         return out  # type: ignore[return-value]
-
-    def _store(self, counts: dict[str, int]) -> None:
-        """Keep new counts, then evict the least recently used until both bounds hold."""
-        cache, limit = self._cache, self._max_entry_bytes
-        with self._lock:
-            for text, n in counts.items():
-                size = sys.getsizeof(text)
-                if size > limit or text in cache:
-                    continue
-                cache[text] = n
-                self.bytes += size
-            while cache and (len(cache) > self.maxsize or self.bytes > self.max_bytes):
-                old, _ = cache.popitem(last=False)
-                self.bytes -= sys.getsizeof(old)
 
     def encode(self, text: str) -> list[int]:
         return self.base.encode(text)
@@ -97,9 +92,7 @@ class CachedTokenizer:
 
     def clear(self) -> None:
         """Forget every cached count."""
-        with self._lock:
-            self._cache.clear()
-            self.bytes = 0
+        self._lru.cache_clear()
 
     def __repr__(self) -> str:
         return f"CachedTokenizer({self.base!r}, maxsize={self.maxsize}, max_bytes={self.max_bytes})"
