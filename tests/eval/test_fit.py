@@ -13,7 +13,7 @@ import pytest
 import contextwright
 from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
-from contextwright.eval.fit import _excluded, fit_profile, split_queries
+from contextwright.eval.fit import Trial, _excluded, _moved, fit_profile, split_queries
 from contextwright.eval.fit_report import dump_toml, write_fit_html, write_profile
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, parse_space
 from contextwright.eval.reader import Reader
@@ -154,6 +154,20 @@ def test_the_race_drops_only_settings_whose_interval_excludes_the_leader(
     diffs: list[float], out: bool
 ) -> None:
     assert _excluded(diffs) is out
+
+
+def _trial(value: str, scores: list[float]) -> Trial:
+    qs = {f"q{i}": x for i, x in enumerate(scores)}
+    return Trial("amount", {**START, "amount": value}, qs, dict.fromkeys(qs, 300.0), None)
+
+
+def test_a_knob_moves_only_on_evidence_against_its_current_value() -> None:
+    incumbent = _trial("fill", [0.0, 1.0] * 20)
+    lucky = _trial("cap:250", [1.0, 1.0] + [0.0, 1.0] * 19)  # 2 more right of 40: noise
+    clear = _trial("cap:400", [1.0] * 40)  # right wherever fill was wrong
+    assert _moved([incumbent, lucky], 1, "fill") == 0
+    assert _moved([incumbent, clear], 1, "fill") == 1
+    assert _moved([lucky, clear], 1, "fill") == 1  # no incumbent among them: the leader
 
 
 def test_dump_toml_round_trips_a_profile() -> None:

@@ -55,6 +55,13 @@ def fit_cmd(
     min_queries: Annotated[
         int, typer.Option(help="The fewest queries per part (fit, confirm); below 50 the intervals are wide.")
     ] = 50,
+    move_on: Annotated[
+        str,
+        typer.Option(
+            help="evidence: a knob leaves its current value only for one whose 95 % paired interval against "
+            "it is above zero; leader: the race's leader wins."
+        ),
+    ] = "evidence",
     limit: Annotated[int | None, typer.Option(help="Use only the first N queries.")] = None,
     prior: Annotated[
         str | None, typer.Option(help="A measured positional prior file, for order=prior.")
@@ -128,6 +135,7 @@ def fit_cmd(
             prior=prior_data,
             min_per_part=min_queries,
             data_name=Path(data).name,
+            move_on=move_on,
         )
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:

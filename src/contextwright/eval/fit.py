@@ -14,7 +14,9 @@
    difference with the leader lies wholly below zero, and of the rest only
    the better half runs on (successive halving); the survivors get the next
    ``step`` queries, until the fit part is used or one is left. The leader
-   (ties: fewer tokens sent) fixes that knob.
+   (ties: fewer tokens sent) replaces the knob's current value only when its
+   paired interval against it lies wholly above zero (``move_on="evidence"``,
+   the default): the leader of a race is partly the luckiest setting.
 3. **Confirm on the held-out part:** the chosen setting against ``naive`` at
    every budget, with the paired bootstrap interval and McNemar's p. Only the
    confirmation is reported as the result; the fit figures choose, they never
@@ -246,14 +248,16 @@ def _score(rows: list[tuple[Request, Any]]) -> tuple[float, float, float]:
     return correct / n, tokens / n, kept / n
 
 
-def _excluded(diffs: Sequence[float], z: float = 1.959964) -> bool:
-    """The 95 % interval of the mean paired difference lies wholly below zero (normal approximation)."""
+def _excluded(diffs: Sequence[float], z: float = 1.959964, *, above: bool = False) -> bool:
+    """The 95 % interval of the mean paired difference lies wholly below zero (``above``: wholly
+    above it), by the normal approximation; never with fewer than 10 pairs."""
     n = len(diffs)
     if n < 10:
         return False
     m = sum(diffs) / n
     var = sum((d - m) ** 2 for d in diffs) / (n - 1)
-    return m + z * math.sqrt(var / n) < 0.0
+    half = z * math.sqrt(var / n)
+    return m - half > 0.0 if above else m + half < 0.0
 
 
 def _race(
@@ -298,6 +302,16 @@ def _race(
     ]
 
 
+def _moved(raced: Sequence[Trial], best: int, incumbent: str) -> int:
+    """``best`` if it beats the incumbent value with a 95 % paired interval wholly above zero (on the
+    queries both ran), else the incumbent: a knob moves on evidence, not on the noise of a race."""
+    here = next((i for i, t in enumerate(raced) if t.setting[t.knob] == incumbent), None)
+    if here is None or here == best:
+        return best
+    a, b = raced[best].scores, raced[here].scores
+    return best if _excluded([a[q] - b[q] for q in b if q in a], above=True) else here
+
+
 def _leader(
     alive: Sequence[int], scores: Sequence[Mapping[str, float]], tokens: Sequence[Mapping[str, float]]
 ) -> int:
@@ -319,6 +333,7 @@ def fit_profile(
     min_per_part: int = MIN_PER_PART,
     progress: FitProgress | None = None,
     data_name: str = "",
+    move_on: str = "evidence",
 ) -> FitResult:
     """Search the setting the reader reads best on a fit split, and confirm it against naive on the rest.
 
@@ -336,6 +351,11 @@ def fit_profile(
         min_per_part: The fewest queries each part may have (default 50).
         progress: Called with ``(stage, done, total)`` as replies arrive.
         data_name: The data set's name, for the profile's provenance.
+        move_on: ``evidence`` (default): a knob leaves its current value (the ``qa`` preset's, to
+            start) only for a value whose 95 % paired interval against it lies wholly above zero
+            on the fit queries; ``leader``: the race's leader wins. On SmolLM2 the leader of a
+            50-query race (32 % on its fit queries) read 13.5 % on the held-out ones, under
+            naive's 20.8 %: the winner of a race is partly the luckiest.
 
     Raises:
         ConfigError: too few labelled queries (saying how many are needed), a bad budget or knob value.
@@ -343,6 +363,8 @@ def fit_profile(
     """
     if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
         raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
+    if move_on not in ("evidence", "leader"):
+        raise ConfigError(f"move_on must be 'evidence' or 'leader'; got {move_on!r}.", loc=("move_on",))
     labelled = [q for q in queries if q.answers]
     fit, confirm = split_queries(labelled, confirm_share)
     if min(len(fit), len(confirm)) < min_per_part:
@@ -365,6 +387,8 @@ def fit_profile(
         trials.extend(raced)
         alive = [i for i, t in enumerate(raced) if t.dropped_after is None]
         best = _leader(alive, [t.scores for t in raced], [t.tokens for t in raced])
+        if move_on == "evidence":
+            best = _moved(raced, best, setting[knob])
         setting = dict(raced[best].setting)
     config = candidate_config(setting, prior=prior)
     confirmations = _confirm(asker, config, confirm)
@@ -382,6 +406,7 @@ def fit_profile(
         "temperature": reader.temperature,
         "system": reader.system,
         "requests": asker.asked,
+        "move_on": move_on,
     }
     return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
 
