@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -38,29 +38,19 @@ def _run_reader(
 ) -> Any:
     """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
     import dataclasses
-    import os
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from contextwright.eval.reader import Reader, default_cache_path, evaluate_reader
+    from contextwright.eval.reader import evaluate_reader
     from contextwright.eval.runner import open_corpus_store
 
     if not model:
         fail("--reader needs --reader-model, the model name the endpoint expects (e.g. gpt-4o-mini).")
     if prior_out is not None and positions is None:
         fail("--prior-out writes the curve of the position sweep: pass --positions K too (e.g. 5).")
-    key = os.environ.get(key_env) if key_env else None
     resources = {"store": open_corpus_store(corpus)} if corpus else {}
     with (
-        Reader(
-            url,
-            model=model,
-            api_key=key,
-            cache=cache or default_cache_path(),
-            max_tokens=max_tokens,
-            max_concurrency=concurrency,
-            timeout_s=timeout_s,
-        ) as rd,
+        open_reader(url, model, key_env, cache, max_tokens, concurrency, timeout_s) as rd,
         Progress(
             TextColumn("reader"),
             BarColumn(),
@@ -84,14 +74,46 @@ def _run_reader(
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
         except KeyboardInterrupt:
-            err.print(
-                f"interrupted: the replies so far are cached in {rd.cache_path}; "
-                "run the same command again to resume.",
-                highlight=False,
-            )
-            raise typer.Exit(130) from None
+            interrupted(rd)
     _report_reader(measured, prior_out)
     return dataclasses.replace(result, reader=measured)
+
+
+def open_reader(
+    url: str,
+    model: str,
+    key_env: str,
+    cache: str | None,
+    max_tokens: int,
+    concurrency: int,
+    timeout_s: float,
+    cache_label: str | None = None,
+) -> Any:
+    """The :class:`~contextwright.eval.reader.Reader` the ``--reader*`` options describe (``eval``, ``fit``)."""
+    import os
+
+    from contextwright.eval.reader import Reader, default_cache_path
+
+    return Reader(
+        url,
+        model=model,
+        api_key=os.environ.get(key_env) if key_env else None,
+        cache=cache or default_cache_path(),
+        max_tokens=max_tokens,
+        max_concurrency=concurrency,
+        timeout_s=timeout_s,
+        cache_endpoint=cache_label,
+    )
+
+
+def interrupted(reader: Any) -> NoReturn:
+    """Ctrl-C during a reader run: say where the replies are, exit 130 (a re-run resumes from the cache)."""
+    err.print(
+        f"interrupted: the replies so far are cached in {reader.cache_path}; "
+        "run the same command again to resume.",
+        highlight=False,
+    )
+    raise typer.Exit(130) from None
 
 
 def print_uncut(table: Any, *, footer_line: bool = False) -> None:

@@ -92,13 +92,12 @@ def fit_cmd(
 
     The profile is a config TOML: pass it wherever a preset goes (--preset profile.toml). Replies are cached, so an interrupted or repeated run is free where it asked before.
     """  # one line per paragraph: the help reflows it to the terminal's width
-    import os
     from pathlib import Path
 
+    from contextwright.cli.eval import open_reader
     from contextwright.core.errors import ContextwrightError
     from contextwright.eval import load_queries
     from contextwright.eval.fit_space import parse_space
-    from contextwright.eval.reader import Reader, default_cache_path
 
     for path, flag in ((out, "--out"), (json_out, "--json"), (html_out, "--html")):
         _writable(path, flag)
@@ -115,16 +114,15 @@ def fit_cmd(
             prior_data = None
         space = parse_space(knob or [], prior=prior_data)
         queries = load_queries(data, limit=limit)
-        key = os.environ.get(reader_key_env) if reader_key_env else None
-        reader_obj = Reader(
+        reader_obj = open_reader(
             reader,
-            model=reader_model,
-            api_key=key,
-            cache=reader_cache or default_cache_path(),
-            max_tokens=reader_max_tokens,
-            max_concurrency=reader_concurrency,
-            timeout_s=reader_timeout,
-            cache_endpoint=reader_cache_label,
+            reader_model,
+            reader_key_env,
+            reader_cache,
+            reader_max_tokens,
+            reader_concurrency,
+            reader_timeout,
+            reader_cache_label,
         )
         options = dict(
             budgets=budgets,
@@ -147,6 +145,7 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
     """:func:`~contextwright.eval.fit.fit_profile` with a progress bar per stage; Ctrl-C exits 130, replies kept."""
     import time
 
+    from contextwright.cli.eval import interrupted
     from contextwright.eval.fit import fit_profile
 
     with reader as rd, _progress_bar() as bar:
@@ -167,12 +166,7 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
         try:
             return fit_profile(queries, reader=rd, progress=progress, **options)
         except KeyboardInterrupt:
-            err.print(
-                f"interrupted: the replies so far are cached in {rd.cache_path}; "
-                "run the same command again to resume.",
-                highlight=False,
-            )
-            raise typer.Exit(130) from None
+            interrupted(rd)
 
 
 def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | None) -> None:

@@ -8,7 +8,8 @@ the readers measured so far, framing least):
 * ``amount``: how much to send. ``fill`` fills the budget; ``cap:N`` fills at
   most N tokens whatever the budget (``token_budget.ceiling``); ``stop:R``
   stops at the first chunk whose per-list normalised score is under R after a
-  100-token floor (``relevance_stop``), the budget staying the ceiling.
+  200-token floor (``frugal``'s rule) (``relevance_stop``), the budget staying the ceiling;
+  ``stop:R+cap:N`` is both.
 * ``order``: where the strongest chunk goes. ``first`` (relevance order),
   ``last`` (the best chunk last, the second best just before it),
   ``ends`` (lost-in-the-middle: the best at the ends, the weakest in the
@@ -55,7 +56,7 @@ START: dict[str, str] = {"amount": "fill", "order": "ends", "dedup": "containmen
 
 #: The values tried per knob when the caller names none.
 DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
-    "amount": ("fill", "cap:150", "cap:250", "cap:400", "cap:600", "stop:0.4", "stop:0.6"),
+    "amount": ("fill", "cap:250", "cap:400", "cap:600", "stop:0.2", "stop:0.4", "stop:0.2+cap:500"),
     "order": ("ends", "first", "last"),
     "dedup": ("containment", "exact", "none", "saves-containment"),
     "framing": ("lean", "numbered", "minimal"),
@@ -79,9 +80,18 @@ _BEST_LAST = {
 
 
 def _amount(value: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The stages before the budget and the budget's extra settings for an ``amount`` value."""
+    """The stages before the budget and the budget's extra settings for an ``amount`` value
+    (``stop:R+cap:N`` is both: the relevance stop under a ceiling)."""
     if value == "fill":
         return [], {}
+    if "+" in value:
+        stages: list[dict[str, Any]] = []
+        budget: dict[str, Any] = {}
+        for part in value.split("+"):
+            more, extra = _amount(part)
+            stages += more
+            budget.update(extra)
+        return stages, budget
     kind, _, arg = value.partition(":")
     try:
         if kind == "cap":
@@ -93,12 +103,12 @@ def _amount(value: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             r = float(arg)
             if not 0.0 <= r <= 1.0:
                 raise ValueError
-            return [{"type": "relevance_stop", "min_relative": r, "min_tokens": 100}], {}
+            return [{"type": "relevance_stop", "min_relative": r, "min_tokens": 200}], {}
     except ValueError:
         pass
     raise ConfigError(
-        f"amount {value!r} is not a setting; use fill, cap:N (N tokens at most, e.g. cap:400) or "
-        "stop:R (the relevance stop at R from 0 to 1, e.g. stop:0.4).",
+        f"amount {value!r} is not a setting; use fill, cap:N (N tokens at most, e.g. cap:400), "
+        "stop:R (the relevance stop at R from 0 to 1, e.g. stop:0.4) or both (stop:0.2+cap:500).",
         loc=("amount",),
     )
 
