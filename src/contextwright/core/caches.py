@@ -222,6 +222,7 @@ class ByteLRU:
     __slots__ = (
         "__weakref__",
         "_data",
+        "_last",
         "_lock",
         "_max_entry",
         "_sizes",
@@ -247,6 +248,8 @@ class ByteLRU:
         # tuple per store is one more object for the garbage collector to track)
         self._data: OrderedDict[Hashable, Any] = OrderedDict()
         self._sizes: dict[Hashable, int] = {}
+        # The last entry too big to keep (see :func:`text_cache`), held alone; cleared with the rest.
+        self._last: tuple[Hashable, Any] | None = None
         self._lock = threading.Lock()
         self.bytes = 0
         self.hits = 0
@@ -269,7 +272,8 @@ class ByteLRU:
 
     def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         """Keep ``value`` under ``key`` (``nbytes``: the entry's bytes, key included), then evict the
-        least recently used until both bounds hold. An entry over an eighth of the bytes is not kept."""
+        least recently used until both bounds hold. An entry over an eighth of the bytes is not kept
+        (:func:`text_cache` holds the last such result alone, outside the bound)."""
         nbytes += ENTRY_OVERHEAD
         if nbytes > self._max_entry:
             return
@@ -312,6 +316,7 @@ class ByteLRU:
     def cache_clear(self) -> None:
         """Forget every entry."""
         with self._lock:
+            self._last = None
             self._data.clear()
             self._sizes.clear()
             self.bytes = 0
@@ -360,9 +365,21 @@ def text_cache(
                 except KeyError:
                     pass
                 return got
+            # The last result too big to keep (over an eighth of the cap: a long text's analysis)
+            # is held alone, so a caller that asks again within one call (per sentence, or from
+            # two helpers) pays once; without it such a loop was quadratic (a 100 KB run of short
+            # sentences in `tight` took over 120 s). One such entry per cache, replaced by the next.
+            held = cache._last
+            if held is not None and held[0] == key:
+                cache.hits += 1
+                return held[1]
             cache.misses += 1
             value = fn(*args)
-            put(key, value, sizeof(key) + size(value))
+            nbytes = sizeof(key) + size(value)
+            if nbytes + ENTRY_OVERHEAD > cache._max_entry:
+                cache._last = (key, value)
+            else:
+                put(key, value, nbytes)
             return value
 
         cached.cache = cache  # type: ignore[attr-defined]

@@ -470,7 +470,10 @@ class ExtractiveCompress:
     ) -> tuple[Callable[[str, list[_Sentence]], list[_Sentence]], Mapping[str, float]]:
         """The sentence scorer, and the term IDFs of this call's sentences (for word windows)."""
         keys = [(cid, i) for cid, sents in split.items() for i in range(len(sents))]
-        bm = BM25([analyze(texts[cid])[1][i] for cid, i in keys], b=self.length_norm)
+        # Once per chunk, not per sentence: a long text's analysis can be too big for its cache
+        # (an entry over 1/8 of the cap is not kept), and per sentence that was quadratic.
+        terms_of = {cid: analyze(texts[cid])[1] for cid in split}
+        bm = BM25([terms_of[cid][i] for cid, i in keys], b=self.length_norm)
         if self._uses_embedder(embedder):
             ids = list(split)
             sentences = [s.text for cid in ids for s in split[cid]]
