@@ -10,7 +10,8 @@ The files read are `README.md` and every `docs/**/*.md` (the MkDocs site); what 
   `##` section that define a name it uses; names no block defines (`question`, `chunks`, a
   `retriever`, ...) come from the explicit FIXTURES below. A comment that shows a concrete value
   (`# '7 → 4 chunks · ...'`, `# True`, `# (6, 20)`) is asserted; `...` in it means "and more".
-- ```toml: written to a file and loaded with `contextwright.pipeline_from_config`.
+- ```toml: written to a file and loaded with `contextwright.pipeline_from_config` (a `[service]` table
+  with `ServiceConfig.load`).
 
 Each command and block is one test, with the id `<file>:<line>` (`README.md:12`, `docs/service.md:40`).
 """
@@ -592,6 +593,12 @@ def test_readme_config_loads(block: Block, in_workdir: Path) -> None:
     named = re.match(r"#\s*(\S+\.toml)\s*$", block.text.split("\n")[0])
     path = in_workdir / (named.group(1) if named else f"readme_{block.line}.toml")
     path.write_text(block.text, encoding="utf-8")
+    if re.search(r"^\[service(\.\w+)?\]", block.text, re.M):  # a service config, not a pipeline
+        pytest.importorskip("fastapi")
+        from contextwright.service import ServiceConfig
+
+        assert ServiceConfig.load(path, env={})
+        return
     pipeline = contextwright.pipeline_from_config(path)
     assert pipeline.stages
     if "base_url" not in block.text and DEV_QUERIES.exists():  # no network stage: run it on a dev query

@@ -110,7 +110,7 @@ class TokenBudget:
     optional: ClassVar[tuple[str, ...]] = ("query",)
     policy: Policy = "greedy"
     min_truncated_tokens: int = bounded(24, 100_000)
-    ceiling: int | None = None
+    ceiling: int | None = bounded(None, 10_000_000)
 
     def __post_init__(self) -> None:
         if self.policy not in _POLICIES:
