@@ -80,8 +80,11 @@ def test_healthz_answers_while_16_heavy_resolves_run(server: str) -> None:
     with httpx.Client(base_url=server, timeout=60) as c:
         while load.poll() is None:
             start = time.perf_counter()
-            assert c.get("/healthz").status_code == 200
+            r = c.get("/healthz")
             latencies.append(time.perf_counter() - start)
+            # It answers; while the resolves hold every pool thread it says so (503 busy, a
+            # readiness signal: the worker is alive and saturated), otherwise 200 ok.
+            assert (r.status_code, r.json()["status"]) in ((200, "ok"), (503, "busy")), r.text
             time.sleep(0.02)
     codes = load.stdout.read().split()
     assert codes == ["200"] * 16
