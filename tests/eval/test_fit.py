@@ -218,6 +218,9 @@ def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
     ) as rd:
         again = fit_profile(queries[:16], reader=rd, budgets=(250,), space=space, step=4, min_per_part=4)
     assert again.to_dict()["confirm"] == result.to_dict()["confirm"] and asked > 0
+    assert (
+        result.meta["failed"] == 0 and again.meta["failed"] == 0
+    )  # offline: every reply came from the cache
     profile = write_profile(result, tmp_path / "smollm2.toml")
     data = tomllib.loads(profile.read_text())
     assert data["fit"]["model"] == llama_server.model and data["fit"]["setting"] == dict(result.setting)

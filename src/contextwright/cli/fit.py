@@ -177,6 +177,12 @@ def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | Non
     from contextwright.cli.eval import print_uncut
     from contextwright.eval.fit_report import render_fit_table, write_fit_html, write_profile
 
+    if result.meta.get("failed"):
+        err.print(
+            f"[yellow]fit: {result.meta['failed']} reader request(s) failed and were scored as wrong; "
+            "see the log lines above, fix the endpoint and run again (the replies so far are cached).[/]",
+            highlight=False,
+        )
     print_uncut(render_fit_table(result))
     print(f"Verdict: {result.verdict}")
     write_profile(result, out)

@@ -44,7 +44,7 @@ from contextwright.core.errors import ConfigError
 from contextwright.eval.data import EvalQuery
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
 from contextwright.eval.metrics import answer_in_text, mcnemar_exact, paired_bootstrap_delta
-from contextwright.eval.reader_client import Reader
+from contextwright.eval.reader_client import Reader, logger
 from contextwright.eval.reader_requests import Request, answer_of, strategy_request, system_of
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy, Strategy
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
@@ -201,6 +201,7 @@ class _Asker:
     progress: FitProgress | None
     system: str = ""
     asked: int = 0
+    failed: int = 0
 
     def __post_init__(self) -> None:
         self.system = system_of(self.reader)
@@ -235,7 +236,11 @@ class _Asker:
         self.asked += len(reqs)
         out: dict[tuple[int, str], list[tuple[Request, Any]]] = {}
         for (i, qid, req), reply in zip(reqs, got, strict=True):
-            out.setdefault((i, qid), []).append((req, answer_of(req, reply, self.tok)))
+            answer = answer_of(req, reply, self.tok)
+            if not answer.ok:  # scored as wrong, never silently: counted, logged, in the profile
+                self.failed += 1
+                logger.warning("fit: a reader request failed", extra={"query_id": qid, "error": answer.error})
+            out.setdefault((i, qid), []).append((req, answer))
         return out
 
 
@@ -406,6 +411,7 @@ def fit_profile(
         "temperature": reader.temperature,
         "system": reader.system,
         "requests": asker.asked,
+        "failed": asker.failed,
         "move_on": move_on,
     }
     return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
