@@ -18,6 +18,7 @@ two-core machine does not fail them; the growth tests compare ``n`` with
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -84,6 +85,22 @@ def _copies(m: int = 5_000) -> list[dict[str, Any]]:
             "doc_id": f"d{i % 50}",
             "index": i // 50,
             "text": f"what is this {i % 7}.",
+            "score": 1 - i / m / 2,
+        }
+        for i in range(m)
+    ]
+
+
+def _one_document(m: int = 1_000) -> list[dict[str, Any]]:
+    """``m`` chunks of ~2 KB of one document: overlap_dedup compares each with the kept ones."""
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(3_000)]
+    return [
+        {
+            "id": f"o{i}",
+            "doc_id": "d",
+            "index": i,
+            "text": " ".join(rng.choices(words, k=300)),
             "score": 1 - i / m / 2,
         }
         for i in range(m)
@@ -163,6 +180,7 @@ def _growth(
         ("word-window", _one_sentence, 5_000, "qa", 500),
         ("many-chunks", _tiny, 1_250, "tight", 2_000),
         ("many-copies", _copies, 1_250, "qa", 500),
+        ("one-document", _one_document, 250, "tight", 500),
     ],
 )
 def test_work_grows_linearly_with_the_input(

@@ -284,6 +284,34 @@ class OverlapDedup:
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
 
 
+class _Holders:
+    """Which kept chunks can contain a text: an index of the kept texts' words.
+
+    If ``text`` occurs inside a kept text, every word of ``text`` but its first and last (which
+    may be cut mid-word) is a whole word there; so only the kept chunks holding ``text``'s rarest
+    inner word are compared, in the order they were kept (the container found is the one a scan
+    of every kept chunk finds first). Without it, one document of n chunks cost n²/2 substring
+    searches. A text of fewer than three words is compared with every kept chunk, as before.
+    """
+
+    __slots__ = ("index",)
+
+    def __init__(self) -> None:
+        self.index: dict[str, list[Chunk]] = {}
+
+    def add(self, chunk: Chunk, text: str) -> None:
+        index = self.index
+        for word in set(text.split()):
+            index.setdefault(word, []).append(chunk)
+
+    def candidates(self, text: str, kept: list[Chunk]) -> list[Chunk]:
+        inner = text.split()[1:-1]
+        if not inner:
+            return kept
+        get = self.index.get
+        return min((get(w, []) for w in set(inner)), key=len)
+
+
 def _fold_contained(
     members: list[Chunk],
     collapsed: dict[str, str],
@@ -298,11 +326,13 @@ def _fold_contained(
     # containment: longest first, so a chunk is compared with every possible container
     order = sorted(members, key=lambda c: (-len(collapsed[c.id]), *relevance_key(c)))
     kept: list[Chunk] = []
+    holders = _Holders()
     for c in order:
         text = collapsed[c.id]
-        container = next((k for k in kept if text in collapsed[k.id]), None)
+        container = next((k for k in holders.candidates(text, kept) if text in collapsed[k.id]), None)
         if container is None:
             kept.append(c)
+            holders.add(c, text)
             continue
         held = current[container.id]
         folded = fold_duplicate(held, c)
