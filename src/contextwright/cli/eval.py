@@ -39,8 +39,6 @@ def _run_reader(
     """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
     import dataclasses
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from contextwright.eval.reader import evaluate_reader
     from contextwright.eval.runner import open_corpus_store
 
@@ -51,15 +49,7 @@ def _run_reader(
     resources = {"store": open_corpus_store(corpus)} if corpus else {}
     with (
         open_reader(url, model, key_env, cache, max_tokens, concurrency, timeout_s) as rd,
-        Progress(
-            TextColumn("reader"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("replies"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar,
+        replies_bar() as bar,
     ):
         task = bar.add_task("reader", total=None)
         try:
@@ -103,6 +93,21 @@ def open_reader(
         max_concurrency=concurrency,
         timeout_s=timeout_s,
         cache_endpoint=cache_label,
+    )
+
+
+def replies_bar() -> Any:
+    """The transient progress bar of a reader run (``eval --reader``, ``fit``): a task's description, replies done."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("replies"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
     )
 
 

@@ -9,20 +9,6 @@ import typer
 from contextwright.cli.base import _csv, app, err, fail
 
 
-def _progress_bar() -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("replies"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
-
-
 def _writable(path: str | None, flag: str) -> None:
     """Fail before any work when ``path``'s folder does not exist (a finished search is never thrown away)."""
     from pathlib import Path
@@ -145,10 +131,10 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
     """:func:`~contextwright.eval.fit.fit_profile` with a progress bar per stage; Ctrl-C exits 130, replies kept."""
     import time
 
-    from contextwright.cli.eval import interrupted
+    from contextwright.cli.eval import interrupted, replies_bar
     from contextwright.eval.fit import fit_profile
 
-    with reader as rd, _progress_bar() as bar:
+    with reader as rd, replies_bar() as bar:
         tasks: dict[str, Any] = {}
         said = [0.0]
 
