@@ -195,3 +195,22 @@ def test_sections_seen_are_the_sections_built(
     built = [("context", 0)] + ([("tools", lines.index("Tool outputs:"))] if kept else [])
     assert _sections(user) == [*built, ("question", len(lines) - 1)]
     assert parse_tool_outputs(user) == kept
+
+
+def test_a_character_that_ends_a_tag_start_makes_no_tag_whatever_follows() -> None:
+    """``ends_tag_start`` lets the escapes skip the probe after a ``<``; every BMP character it
+    passes must leave ``<`` + it + any tag spelling unread as a tag, in all three look-alikes."""
+    from contextwright.render.parse import ends_tag_start, reads_as_tool_tag
+
+    passed = 0
+    for code in range(0x10000):
+        ch = chr(code)
+        if 0xD800 <= code <= 0xDFFF or not ends_tag_start(ch):
+            continue
+        passed += 1
+        for lt in "<\ufe64\uff1c":
+            for rest in ("tool_output", "/tool_output", " tool_output", "ool_output", "\u200btool_output"):
+                assert not reads_as_tool_tag(lt + ch + rest), (hex(code), lt, rest)
+    assert passed > 40_000  # letters, digits, punctuation and symbols: the fast path is taken
+    for ch in "tT/ \n\u200b\u3000\uff54\uff0f\u0338\u2122":  # gaps, slashes, t look-alikes, a combining mark
+        assert not ends_tag_start(ch), repr(ch)

@@ -27,6 +27,7 @@ tag), which makes the list differ from the expected numbering.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -114,6 +115,27 @@ _TOOL_NAME = re.compile(r'\s*name\s*=\s*"([^"\n]*)"')
 
 def _reading(text: str) -> str:
     return unicodedata.normalize("NFKC", _IGNORABLE_NOT_SPACE.sub("", text)).casefold()
+
+
+@functools.lru_cache(maxsize=4_096)
+def ends_tag_start(ch: str) -> bool:
+    """Whether a ``<`` followed directly by ``ch`` reads as no tool tag, whatever comes after.
+
+    True only for a visible character that a reader keeps as itself and that reads as
+    neither a gap, ``/`` nor the ``t`` of ``tool``: a letter, digit, punctuation or symbol,
+    no combining mark (it could compose with the ``<``), not ignorable, whose NFKC
+    case-folded reading starts with none of those. The escapes judge each ``<`` on a probe
+    of what follows it; this lets a run of ``<`` look-alikes (``"＜" * 100_000``) skip the
+    probe, so the escape is not only linear but fast.
+    """
+    if (
+        unicodedata.category(ch)[0] not in "LNPS"
+        or unicodedata.combining(ch)
+        or _IGNORABLE_NOT_SPACE.match(ch)
+    ):
+        return False
+    read = _reading(ch)
+    return bool(read) and not read[0].isspace() and read[0] not in "/t"
 
 
 def reads_as_tool_tag(text: str) -> bool:

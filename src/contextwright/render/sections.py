@@ -35,7 +35,7 @@ import re
 import unicodedata
 
 from contextwright.render.escape import IGNORABLE, fold
-from contextwright.render.parse import reads_as_tool_tag
+from contextwright.render.parse import ends_tag_start, reads_as_tool_tag
 
 __all__ = ["escape_sections", "escape_tool_tags", "is_section_line"]
 
@@ -91,6 +91,8 @@ def _escape_header_lines(text: str) -> str:
 
 def _is_tag(text: str, i: int) -> bool:
     """Whether the ``<`` at ``i`` reads as a tool_output tag (judged on a few visible characters)."""
+    if i + 1 < len(text) and ends_tag_start(text[i + 1]):
+        return False
     j = _GAP.match(text, i + 1).end()  # type: ignore[union-attr]
     slash = j < len(text) and unicodedata.normalize("NFKC", text[j]) == "/"
     if slash:

@@ -47,7 +47,7 @@ from contextwright.core.text import check_text
 from contextwright.model.zones import ToolsResult
 from contextwright.render.escape import IGNORABLE
 from contextwright.render.format import Format, attr_value
-from contextwright.render.parse import reads_as_tool_tag
+from contextwright.render.parse import ends_tag_start, reads_as_tool_tag
 
 __all__ = ["TOOL_WORK", "ToolsResult", "fit_tools"]
 
@@ -103,6 +103,8 @@ def _escape_tags(body: str) -> str:
     judged: dict[str, bool] = {}
     for m in _TAG_START.finditer(body):
         i = m.start()
+        if i + 1 < len(body) and ends_tag_start(body[i + 1]):
+            continue
         probe = _probe(body, i)
         tag = judged.get(probe)
         if tag is None:
