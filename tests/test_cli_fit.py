@@ -75,6 +75,31 @@ def test_fit_names_a_bad_knob(dev: Path) -> None:
     assert out.returncode == 2 and "amount 'all' is not a setting" in out.stderr and "cap:N" in out.stderr
 
 
+def test_fit_refuses_expand_without_a_corpus_and_names_the_flag(dev: Path, tmp_path: Path) -> None:
+    out = _fit(
+        str(dev),
+        "--reader",
+        "http://127.0.0.1:9/v1",
+        "--reader-model",
+        "m",
+        "--reader-cache",
+        str(tmp_path / "c.sqlite"),
+        "--knob",
+        "expand=off,on",
+    )
+    assert out.returncode == 2 and "expand=on" in out.stderr and "--corpus FILE" in out.stderr
+    missing = _fit(
+        str(dev),
+        "--reader",
+        "http://127.0.0.1:9/v1",
+        "--reader-model",
+        "m",
+        "--corpus",
+        str(tmp_path / "x.jsonl"),
+    )
+    assert missing.returncode == 2 and "x.jsonl" in missing.stderr
+
+
 def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path: Path) -> None:
     profile = tmp_path / "smollm2.toml"
     out = _fit(

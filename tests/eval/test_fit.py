@@ -15,7 +15,15 @@ from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
 from contextwright.eval.fit import Trial, _excluded, _moved, fit_profile, split_queries
 from contextwright.eval.fit_report import dump_toml, write_fit_html, write_profile
-from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, parse_space
+from contextwright.eval.fit_space import (
+    DEFAULT_SPACE,
+    KNOBS,
+    START,
+    candidate_config,
+    label,
+    parse_space,
+    with_store,
+)
 from contextwright.eval.reader import Reader
 from contextwright.tokens import get_tokenizer
 
@@ -168,6 +176,41 @@ def test_a_knob_moves_only_on_evidence_against_its_current_value() -> None:
     assert _moved([incumbent, lucky], 1, "fill") == 0
     assert _moved([incumbent, clear], 1, "fill") == 1
     assert _moved([lucky, clear], 1, "fill") == 1  # no incumbent among them: the leader
+
+
+def test_expand_on_fetches_the_neighbours_from_a_real_store_before_dedup(tmp_path: Path) -> None:
+    from contextwright.stores import SQLiteStore
+
+    corpus = [
+        {"id": f"d:{i}", "doc_id": "d", "index": i, "text": f"Part {i} of the report gives the value {i}."}
+        for i in range(6)
+    ]
+    hits = [{**corpus[2], "score": 0.9}, {**corpus[4], "score": 0.5}]
+    config = candidate_config({**START, "expand": "on"})
+    assert config["stages"][0] == {"type": "expand", "window": 1}
+    assert config["stages"][1:] == candidate_config(START)["stages"]
+    assert label({**START, "expand": "on"}) == "fill ends containment +expand lean"
+    assert label(START) == "fill ends containment lean"  # off: labels as before the knob
+    with SQLiteStore(tmp_path / "corpus.db") as store:
+        store.load(corpus)
+        ctx = contextwright.assemble("value?", hits, preset=config, budget=500, store=store)
+        plain = contextwright.assemble("value?", hits, preset=candidate_config(START), budget=500)
+    sent = {i for c in ctx.citations for i in c.chunk_ids}
+    assert sent == {"d:1", "d:2", "d:3", "d:4", "d:5"}  # each hit's neighbours, one either side
+    assert {i for c in plain.citations for i in c.chunk_ids} == {"d:2", "d:4"}
+    assert ctx.tokens <= 500
+
+
+def test_expand_is_searched_only_with_a_store_and_refused_without_one(queries: Any) -> None:
+    assert DEFAULT_SPACE["expand"] == ("off",)
+    assert with_store(DEFAULT_SPACE)["expand"] == ("off", "on")
+    assert with_store(DEFAULT_SPACE, ["expand=off"])["expand"] == ("off",)  # the caller fixed it
+    with pytest.raises(ConfigError, match="expand 'maybe' is not a setting"):
+        parse_space(["expand=maybe"])
+    never_contacted = Reader("http://127.0.0.1:9/v1", model="m")
+    with never_contacted as reader, pytest.raises(ConfigError, match="pass --corpus FILE"):
+        fit_profile(queries, reader=reader, space=with_store(DEFAULT_SPACE))
+    assert candidate_config({k: v for k, v in START.items() if k != "expand"}) == candidate_config(START)
 
 
 def test_dump_toml_round_trips_a_profile() -> None:

@@ -32,8 +32,9 @@ def fit_cmd(
         list[str] | None,
         typer.Option(
             help="Values of one knob to search, knob=v1,v2 (repeatable; one value fixes it). Knobs: amount "
-            "(fill, cap:N, stop:R), order (first, last, ends, prior), dedup (none, exact, containment), "
-            "framing (lean, numbered, minimal)."
+            "(fill, cap:N, stop:R, stop:R+cap:N), order (first, last, ends, prior), dedup (none, exact, "
+            "containment, saves-exact, saves-containment), expand (off, on: needs --corpus), framing "
+            "(lean, numbered, minimal)."
         ),
     ] = None,
     confirm_share: Annotated[float, typer.Option(help="Share of queries held out to confirm on.")] = 0.5,
@@ -53,6 +54,13 @@ def fit_cmd(
         str | None, typer.Option(help="A measured positional prior file, for order=prior.")
     ] = None,
     tokenizer: Annotated[str, typer.Option(help="Tokenizer that defines the budget.")] = "cl100k_base",
+    corpus: Annotated[
+        str | None,
+        typer.Option(
+            help="Chunk corpus JSONL(.gz) of your chunks: opens a SQLite store, and the search tries "
+            "expand=off,on (each chunk's neighbours fetched from it)."
+        ),
+    ] = None,
     reader_key_env: Annotated[
         str, typer.Option(help="Environment variable holding the reader's API key (empty: send none).")
     ] = "OPENAI_API_KEY",
@@ -83,7 +91,7 @@ def fit_cmd(
     from contextwright.cli.eval import open_reader
     from contextwright.core.errors import ContextwrightError
     from contextwright.eval import load_queries
-    from contextwright.eval.fit_space import parse_space
+    from contextwright.eval.fit_space import parse_space, with_store
 
     for path, flag in ((out, "--out"), (json_out, "--json"), (html_out, "--html")):
         _writable(path, flag)
@@ -99,6 +107,12 @@ def fit_cmd(
         else:
             prior_data = None
         space = parse_space(knob or [], prior=prior_data)
+        resources: dict[str, Any] = {}
+        if corpus is not None:
+            from contextwright.eval.runner import open_corpus_store
+
+            resources["store"] = open_corpus_store(corpus)
+            space = with_store(space, knob or [])
         queries = load_queries(data, limit=limit)
         reader_obj = open_reader(
             reader,
@@ -120,6 +134,7 @@ def fit_cmd(
             min_per_part=min_queries,
             data_name=Path(data).name,
             move_on=move_on,
+            resources=resources,
         )
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:

@@ -380,6 +380,12 @@ def fit_profile(
             f"confirm_share {confirm_share:g}). Give about {need} or more labelled queries."
         )
     space = {k: tuple(v) for k, v in (space or DEFAULT_SPACE).items()}
+    if "on" in space.get("expand", ()) and not (resources or {}).get("store"):
+        raise ConfigError(
+            "expand=on fetches each chunk's neighbours from a chunk store, and none was given: pass "
+            "--corpus FILE (the corpus JSONL of your chunks), or drop expand from --knob.",
+            loc=("expand",),
+        )
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
     asker = _Asker(reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress)
     setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}

@@ -20,6 +20,10 @@ the readers measured so far, framing least):
   ``saves-containment``: the same after the budget's cut, so the tokens a
   copy would have taken are saved, not refilled (on a knowledge base with
   copies, SmolLM2 read the refilled contexts worse than naive's repeats).
+* ``expand``: ``off``, or ``on``: each chunk's neighbours (one chunk either
+  side, the ``documents`` preset's ``expand`` stage) are fetched from the
+  chunk store before dedup. Searched only when a store is given (``fit
+  --corpus``); without one it stays ``off``.
 * ``framing``: ``lean`` (blocks headed ``[n]``), ``numbered`` (``[n]`` plus
   the source), or ``minimal`` (plain passages and an uncited prompt).
 
@@ -41,26 +45,37 @@ from contextwright.core.errors import ConfigError, did_you_mean
 
 __all__ = [
     "DEFAULT_SPACE",
+    "EXPAND",
     "KNOBS",
     "START",
     "candidate_config",
     "label",
     "parse_space",
+    "with_store",
 ]
 
 #: The knobs in search order.
-KNOBS = ("amount", "order", "dedup", "framing")
+KNOBS = ("amount", "order", "dedup", "expand", "framing")
 
 #: Where the search starts: the ``qa`` preset.
-START: dict[str, str] = {"amount": "fill", "order": "ends", "dedup": "containment", "framing": "lean"}
+START: dict[str, str] = {
+    "amount": "fill",
+    "order": "ends",
+    "dedup": "containment",
+    "expand": "off",
+    "framing": "lean",
+}
 
 #: The values tried per knob when the caller names none.
 DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
     "amount": ("fill", "cap:250", "cap:400", "cap:600", "stop:0.2", "stop:0.4", "stop:0.2+cap:500"),
     "order": ("ends", "first", "last"),
     "dedup": ("containment", "exact", "none", "saves-containment"),
+    "expand": ("off",),  # ("off", "on") when a chunk store is given: see with_store
     "framing": ("lean", "numbered", "minimal"),
 }
+#: The values ``expand`` takes; ``on`` needs a chunk store.
+EXPAND = ("off", "on")
 
 _DEDUP = {
     "none": [],
@@ -143,6 +158,7 @@ def candidate_config(
     Raises:
         ConfigError: naming the knob and the value that is not a setting.
     """
+    setting = {"expand": "off", **setting}  # a setting saved before the knob existed
     missing = [k for k in KNOBS if k not in setting]
     if missing:
         raise ConfigError(f"setting {dict(setting)!r} lacks {', '.join(missing)}.")
@@ -160,8 +176,15 @@ def candidate_config(
             "Use lean, numbered or minimal.",
             loc=("framing",),
         )
+    if setting["expand"] not in EXPAND:
+        raise ConfigError(
+            f"expand {setting['expand']!r} is not a setting.{did_you_mean(setting['expand'], EXPAND)} "
+            "Use off or on (on needs a chunk store: fit --corpus FILE).",
+            loc=("expand",),
+        )
     before, budget = _amount(setting["amount"])
-    first = [dict(s) for s in _DEDUP.get(dedup, [])]
+    first = [{"type": "expand", "window": 1}] if setting["expand"] == "on" else []
+    first += [dict(s) for s in _DEDUP.get(dedup, [])]
     after = [dict(s) for s in _SAVES.get(dedup, [])]
     stages = [
         *first,
@@ -174,8 +197,20 @@ def candidate_config(
 
 
 def label(setting: Mapping[str, str]) -> str:
-    """A short name of a setting, e.g. ``cap:400 last exact lean``."""
-    return " ".join(setting[k] for k in KNOBS)
+    """A short name of a setting, e.g. ``cap:400 last exact lean`` (``+expand`` after the dedup when on)."""
+    words = [setting[k] for k in KNOBS if k != "expand"]
+    if setting.get("expand", "off") == "on":
+        words.insert(KNOBS.index("expand"), "+expand")
+    return " ".join(words)
+
+
+def with_store(space: Mapping[str, Sequence[str]], given: Sequence[str] = ()) -> dict[str, tuple[str, ...]]:
+    """``space`` for a fit that has a chunk store: ``expand`` is searched (off, on) unless a
+    ``--knob expand=...`` in ``given`` fixed it."""
+    out = {k: tuple(v) for k, v in space.items()}
+    if not any(spec.partition("=")[0].strip() == "expand" for spec in given):
+        out["expand"] = EXPAND
+    return out
 
 
 def parse_space(
