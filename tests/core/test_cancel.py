@@ -112,6 +112,43 @@ def test_token_budget_checks_inside_its_work(policy: str) -> None:
         stage(chunks, meter=meter, budget=500, query="what is this question")
 
 
+def _doc_chunks(n: int, words: int = 400) -> list[Chunk]:
+    """``n`` chunks of one document, each new text (no cache holds their work)."""
+    salt = time.perf_counter_ns()
+    return [
+        Chunk(
+            id=f"d{i}",
+            doc_id="doc",
+            text=" ".join(f"w{salt}x{i}y{j}" for j in range(words)),
+            score=1.0 - i / (n + 1),
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("name", ["exact_dedup", "overlap_dedup", "containment_dedup", "near_dedup"])
+def test_the_dedup_stages_check_inside_their_work(name: str) -> None:
+    """Called directly (no stage loop around it), each dedup stage notices the cancellation."""
+    from contextwright.stages.base import stage_from_dict
+
+    stage = stage_from_dict({"type": name})
+    kwargs: dict[str, Any] = {"meter": _meter()} if name in ("overlap_dedup", "containment_dedup") else {}
+    with cancel_on(_set_event()), pytest.raises(AssemblyCancelled, match=repr(name)):
+        stage(_doc_chunks(3), **kwargs)
+
+
+@pytest.mark.timeout(120)
+def test_a_deadline_stops_containment_inside_a_long_walk() -> None:
+    """3,000 new chunks of 1,000 words: seconds of hashing and walking, stopped near its 0.2 s deadline."""
+    from contextwright.stages.containment import ContainmentDedup
+
+    chunks = _doc_chunks(3000, words=1000)
+    start = time.perf_counter()
+    with cancel_on(timeout_s=0.2), pytest.raises(DeadlineExceeded, match="containment_dedup"):
+        ContainmentDedup()(chunks)
+    assert time.perf_counter() - start < 1.0
+
+
 def test_counting_checks_between_batches() -> None:
     """Counting runs in native code no check interrupts; the meter checks before each batch."""
     with cancel_on(_set_event()), pytest.raises(AssemblyCancelled, match="counting tokens"):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from contextwright.core.caches import cache_of, text_cache
+from contextwright.core.cancel import Pace
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.core.sentences import split_sentences
@@ -258,12 +259,14 @@ class ContainmentDedup:
         first = _reach(order, chunks, meter, room)
         views = dict(zip(first, _views([chunks[i].text for i in first], k, boiler), strict=True))
         walk = _Walk(self, chunks, meter)
+        pace = Pace(self.name)  # the deadline is checked inside the walk, not only between stages
         for i in order:
             if room is not None and meter is not None:
                 if room <= 0:
                     break  # the rest lies beyond what the budget can reach: passed on as it is
                 room -= meter.tokens(chunks[i])  # given back below when the chunk is dropped
             view = views.get(i) or _views([chunks[i].text], k, boiler)[0]
+            pace.step(view.n_words + 1)
             if walk.visit(i, view) and room is not None and meter is not None:
                 room += meter.tokens(chunks[i])
         return walk.result()

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from contextwright.core.caches import ByteLRU, key_of, sizeof
+from contextwright.core.cancel import Pace
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.model.chunk import Chunk
@@ -75,8 +76,10 @@ def _exact_keys(texts: Sequence[str]) -> list[bytes]:
     cache_keys = [key_of(t) for t in texts]
     out: list[bytes | None] = [_KEYS.get(k) for k in cache_keys]
     fresh = []
+    pace = Pace("exact_dedup")
     for i, key in enumerate(out):
         if key is None:
+            pace.step(len(texts[i]))
             key = out[i] = hashlib.blake2b(normalize_text(texts[i]).encode(), digest_size=16).digest()
             fresh.append((cache_keys[i], key, sizeof(cache_keys[i]) + _KEY_BYTES))
     if fresh:
@@ -273,9 +276,11 @@ class OverlapDedup:
             after = meter.tokens(stripped) if meter is not None else None
             changes.append(Change(chunk_id, "overlap_stripped", before, after, detail=detail))
 
+        pace = Pace(self.name)
         for members in by_doc.values():
             if len(members) < 2:
                 continue
+            pace.step(sum(len(collapsed[c.id]) for c in members))
             kept = _fold_contained(members, collapsed, current, dropped, drops)
             _strip_overlaps(kept, collapsed, self.min_overlap_chars, keep)
         if not drops and not changes:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from contextwright.core.cancel import Pace
 from contextwright.core.errors import ConfigError
 from contextwright.core.limits import bounded
 from contextwright.model.chunk import Chunk
@@ -142,8 +143,10 @@ class NearDedup:
         checked = 0
         postings: dict[tuple[bytes, ...], list[int]] = {}
         position = {i: p for p, i in enumerate(order)}
+        pace = Pace(self.name)
         for i in order:
             a = shingle_set(i)
+            pace.step(len(a) + 1)
             shared: dict[int, int] = {}
             for sh_ in a:
                 for j in postings.get(sh_, ()):
@@ -181,9 +184,11 @@ class NearDedup:
         position = {i: p for p, i in enumerate(order)}
         related: dict[int, int] = {}
         checked = 0
+        pace = Pace(self.name)
         for i in order:
             if not has_words[i]:
                 continue
+            pace.step(bands)
             found: set[int] = set()
             row = keys[i]
             for band in range(bands):

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from contextwright.core.caches import ByteLRU, key_of
+from contextwright.core.cancel import Pace
 from contextwright.stages.shingles import shingle_words
 
 __all__ = ["Profile", "profiles", "shingle_hashes"]
@@ -42,7 +43,11 @@ def profiles(texts: Sequence[str], k: int) -> list[Profile]:
     out: list[Profile | None] = [_CACHE.get(key) for key in keys]
     missing = [i for i, p in enumerate(out) if p is None]
     if missing:
-        words = [shingle_words(texts[i]) for i in missing]
+        pace = Pace("containment_dedup")  # a deadline stops the hashing of a huge list (issue 31)
+        words = []
+        for i in missing:
+            pace.step(len(texts[i]))
+            words.append(shingle_words(texts[i]))
         fresh = []
         for i, w in zip(missing, words, strict=True):
             profile = out[i] = (len(w), shingle_hashes(w, k))
