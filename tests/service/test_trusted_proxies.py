@@ -26,7 +26,7 @@ pytest.importorskip("uvicorn")
 
 from contextwright.core.errors import ConfigError  # noqa: E402
 from contextwright.service import ServiceConfig  # noqa: E402
-from contextwright.service.security import TrustedProxies  # noqa: E402
+from contextwright.service.security import TrustedProxies, forwarded_hops  # noqa: E402
 
 KEY = "right-key-0123456789abcdef"
 BODY = {"query": "q", "budget": 50, "chunks": [{"text": "Röntgen found X-rays."}]}
@@ -73,10 +73,10 @@ def serve(tmp_path: Path) -> Iterator[object]:
             proc.kill()
 
 
-def _post(url: str, key: str, forwarded: str | None = None) -> int:
+def _post(url: str, key: str, forwarded: str | None = None, header: str = "x-forwarded-for") -> int:
     headers = {"authorization": f"Bearer {key}"}
     if forwarded is not None:
-        headers["x-forwarded-for"] = forwarded
+        headers[header] = forwarded
     return httpx.post(url + "/v1/assemble", json=BODY, headers=headers, timeout=10).status_code
 
 
@@ -126,3 +126,32 @@ def test_the_client_is_the_rightmost_address_that_is_no_trusted_proxy() -> None:
     assert proxies.client("127.0.0.1", ["10.0.0.3"]) == "10.0.0.3"  # all trusted: the leftmost
     assert proxies.client("127.0.0.1", []) == "127.0.0.1"
     assert not TrustedProxies(()) and not TrustedProxies(("10.0.0.0/8",)).trusts("::1")
+
+
+def test_rfc_7239_forwarded_names_the_client_from_a_listed_proxy_only(serve: object) -> None:
+    """A proxy that sends only ``Forwarded: for=...`` (RFC 7239) names the client as one that
+    sends ``X-Forwarded-For``; from an unlisted peer the header is ignored."""
+    url = serve(auth_fail_limit="2", budget="50", trusted_proxies="127.0.0.1")  # type: ignore[operator]
+    for i in range(2):
+        bad = f"guess-{i}-0123456789abcdef"
+        assert _post(url, bad, f'for="198.51.100.{i}", for=203.0.113.7;proto=https', "forwarded") == 401
+    assert _post(url, KEY, "for=203.0.113.7:4711", "forwarded") == 429  # the same client, port dropped
+    assert _post(url, KEY, 'for="[2001:db8::7]:4711"', "forwarded") == 200  # another client
+    plain = serve(auth_fail_limit="2", budget="50")  # type: ignore[operator]
+    for i in range(2):
+        assert _post(plain, f"guess-{i}-0123456789abcdef", f"for=203.0.113.{i}", "forwarded") == 401
+    assert _post(plain, KEY, "for=203.0.113.9", "forwarded") == 429  # not trusted: the peer is the client
+
+
+def test_forwarded_hops_reads_for_and_proto_as_rfc_7239_writes_them() -> None:
+    hops, proto = forwarded_hops(
+        ["for=192.0.2.60;proto=HTTPS;by=203.0.113.43", 'For="[2001:db8:cafe::17]:4711"']
+    )
+    assert hops == ["192.0.2.60", "2001:db8:cafe::17"] and proto == "https"
+    assert forwarded_hops(["for=unknown, for=_hidden, for=198.51.100.1:80"]) == (
+        ["unknown", "_hidden", "198.51.100.1"],
+        None,
+    )
+    assert forwarded_hops(["by=10.0.0.1", "garbage", ""]) == ([], None)
+    proxies = TrustedProxies(("10.0.0.0/8",))
+    assert proxies.client("10.0.0.2", forwarded_hops(["for=198.51.100.1, for=10.0.0.9"])[0]) == "198.51.100.1"

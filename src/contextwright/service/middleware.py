@@ -29,7 +29,7 @@ from contextwright.service.problems import (
     problem_body,
     send_problem,
 )
-from contextwright.service.security import ApiKeys, AuthFailures, RateLimiter, TrustedProxies
+from contextwright.service.security import ApiKeys, AuthFailures, RateLimiter, TrustedProxies, forwarded_hops
 from contextwright.service.settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -319,8 +319,9 @@ class RateLimit:
 
 
 class ForwardedClient:
-    """Set the request's client (and scheme) from ``X-Forwarded-For`` (``-Proto``), but only for
-    a request that arrives from a trusted proxy (:class:`~contextwright.service.security.TrustedProxies`).
+    """Set the request's client (and scheme) from ``X-Forwarded-For`` (``-Proto``), or else from
+    RFC 7239 ``Forwarded`` (``for=``, ``proto=``), but only for a request that arrives from a
+    trusted proxy (:class:`~contextwright.service.security.TrustedProxies`).
 
     Outermost, so the access log, the failed-login limit and the rate limit all see the same client.
     The server runs uvicorn with its own proxy-header handling off (``contextwright serve``), so
@@ -335,9 +336,13 @@ class ForwardedClient:
         client = scope.get("client") if scope["type"] in ("http", "websocket") else None
         if client and self.proxies.trusts(client[0]):
             forwarded = [v.decode("latin-1") for k, v in scope["headers"] if k == b"x-forwarded-for"]
+            proto = (_header(scope, b"x-forwarded-proto") or "").strip().lower()
+            if not forwarded:  # RFC 7239: Forwarded: for=192.0.2.60;proto=https
+                standard = [v.decode("latin-1") for k, v in scope["headers"] if k == b"forwarded"]
+                forwarded, named = forwarded_hops(standard)
+                proto = proto or (named or "")
             if forwarded:
                 scope = {**scope, "client": (self.proxies.client(client[0], forwarded), 0)}
-            proto = (_header(scope, b"x-forwarded-proto") or "").strip().lower()
             if proto in ("http", "https"):
                 scope = {**scope, "scheme": proto}
         await self.app(scope, receive, send)

@@ -293,15 +293,46 @@ def vet_pipeline(pipeline: Any, o: Mapping[str, Any], config: ServiceConfig) -> 
                 )
 
 
+def forwarded_hops(values: list[str]) -> tuple[list[str], str | None]:
+    """The ``for=`` addresses of RFC 7239 ``Forwarded`` header values, in order, and the last
+    ``proto=`` (``Forwarded: for=192.0.2.60;proto=https, for="[2001:db8::1]:4711"``).
+
+    Quotes, an IPv6 address's brackets and a port are removed; ``unknown`` and obfuscated
+    names (``_hidden``) are kept as written, so they are clients of their own, never trusted.
+    """
+    hops: list[str] = []
+    proto = None
+    for value in values:
+        for element in value.split(","):
+            for pair in element.split(";"):
+                key, sep, raw = pair.partition("=")
+                if not sep:
+                    continue
+                key, raw = key.strip().lower(), raw.strip().strip('"')
+                if key == "proto":
+                    proto = raw.lower()
+                elif key == "for" and raw:
+                    hops.append(_without_port(raw))
+    return hops, proto
+
+
+def _without_port(node: str) -> str:
+    """``192.0.2.60:443`` -> ``192.0.2.60``; ``[2001:db8::1]:4711`` -> ``2001:db8::1``."""
+    if node.startswith("["):
+        return node[1 : node.find("]")] if "]" in node else node
+    return node.partition(":")[0] if node.count(":") == 1 else node
+
+
 class TrustedProxies:
-    """Which peers may name the client in ``X-Forwarded-For``, and the client they name.
+    """Which peers may name the client in ``X-Forwarded-For`` (or RFC 7239 ``Forwarded``), and the client they name.
 
     Only a peer whose address is in one of the operator's networks (``trusted_proxies``) is
     believed; every other peer is the client, whatever headers it sends, so a caller cannot pick
     the address that ``auth_fail_limit`` and ``rate_limit_per_s`` count against. Through a chain
     of trusted proxies the client is the rightmost address of ``X-Forwarded-For`` that is not a
     trusted proxy (each proxy appends the address it saw; the entries to its left are whatever
-    the client wrote).
+    the client wrote). A request without ``X-Forwarded-For`` is read from ``Forwarded``'s
+    ``for=`` values the same way (:func:`forwarded_hops`).
 
     Args:
         networks: Addresses or CIDR networks (``10.0.0.0/8``, ``127.0.0.1``, ``::1``).
