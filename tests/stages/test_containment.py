@@ -311,3 +311,39 @@ def test_the_stage_is_on_in_the_presets_issue_22_names() -> None:
 
     for name in ("qa", "tight", "chat", "documents"):
         assert {"type": "containment_dedup"} in get_preset(name)["stages"], name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Plain ASCII words, with_underscores and 3.14 digits.",
+        "  Leading space;  two  gaps --- and a tail!  ",
+        "Caf\u00e9 \u2013 \u201cquoted\u201d na\u00efve stra\u00dfe \ufb01ne x\u00b2 \u2460\u2461 \u00bd end",
+        "\ufb03 \u01c5 \u0130stanbul \u03a3\u03c3\u03c2 a\u0301b c\u200bd",
+        "",
+        "!!! ...",
+    ],
+)
+def test_word_bounds_are_each_comparison_words_place_in_the_text(text: str) -> None:
+    """The strip maps comparison words back to the text by one split per range: the same places
+    as a match per word (``\\w+`` runs, a non-ASCII one once per word its reading holds)."""
+    import re
+    import unicodedata
+
+    from contextwright.stages.containment import _word_bounds
+    from contextwright.stages.shingles import shingle_words
+
+    half = len(text) // 2
+    for ranges in ([(0, len(text))], [(0, half), (half, len(text))]):
+        expected: list[tuple[int, int]] = []
+        for start, end in ranges:
+            for m in re.finditer(r"\w+", text[start:end]):
+                n = len(re.findall(r"\w+", unicodedata.normalize("NFKC", m.group()).casefold()))
+                expected += [(start + m.start(), start + m.end())] * n
+        n_words = sum(len(shingle_words(text[s:e])) for s, e in ranges)
+        got = _word_bounds(text, ranges, n_words)
+        if len(expected) != n_words:
+            assert got is None
+            continue
+        assert got is not None
+        assert list(zip(*got, strict=True)) == expected
