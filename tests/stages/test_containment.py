@@ -347,3 +347,23 @@ def test_word_bounds_are_each_comparison_words_place_in_the_text(text: str) -> N
             continue
         assert got is not None
         assert list(zip(*got, strict=True)) == expected
+
+
+def test_comparison_words_are_the_word_runs_of_the_normalized_text() -> None:
+    """``shingle_words`` splits non-ASCII text at the byte level and hands only runs with a
+    non-ASCII character to the regex: the same words as ``\\w+`` over the NFKC, case-folded text."""
+    import random
+    import re
+    import unicodedata
+
+    from contextwright.stages.shingles import shingle_words
+
+    rng = random.Random(8)
+    alphabet = [
+        *"aZ_9 .,-'\n", "\u00e9", "\u00df", "\u0130", "\u03a3", "\u2013", "\u2019", "\u201c",
+        "\u00b2", "\u2460", "\ufb01", "\uff21", "\u0301", "\u00a0", "\u200b", "\u4e2d", "\U0001d400",
+    ]  # fmt: skip
+    for _ in range(20_000):
+        text = "\u00e9" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24)))
+        want = [w.encode() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())]
+        assert shingle_words(text) == want, repr(text)
