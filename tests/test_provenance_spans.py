@@ -102,3 +102,26 @@ def test_past_the_check_limit_copies_are_listed_never_named() -> None:
 def test_block_words_checks_many_copies_against_one_block() -> None:
     words = BlockWords(PARAGRAPH)
     assert words.held(PARAGRAPH)[1] and not words.held(INJECTED)[1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Plain words, with_underscore 42.",
+        "Caf\u00e9 \u2013 \ufb01ne \u0130stanbul \u03a3\u03c3 x\u00b2 \u2460",
+        "",
+        "... !",
+    ],
+)
+def test_block_words_are_the_texts_words_and_places(text: str) -> None:
+    """BlockWords splits once (words and gaps) instead of matching each word: the same words,
+    normalized one by one, at the same places."""
+    import re
+    import unicodedata
+
+    from contextwright.model.provenance import BlockWords
+
+    block = BlockWords(text)
+    found = list(re.finditer(r"\w+", text))
+    assert block._offsets == [m.span() for m in found]
+    assert block._norm == [unicodedata.normalize("NFKC", m.group()).casefold() for m in found]

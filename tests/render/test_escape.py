@@ -142,3 +142,48 @@ def test_a_combining_mark_before_a_section_header_is_escaped(mark: str) -> None:
 def test_accented_text_that_is_no_header_is_left_alone() -> None:
     text = "Cafe\u0301 [note] e\u0301t\u00e9\n\u0301 plain line\n[2 apples]"
     assert escape_lines(text, lambda f: f.startswith("[2]"), triggers="[") == text
+
+
+def _reading_by_regex(text: str) -> str:
+    """``reading`` as it was before its probes: every class through its own regex."""
+    from contextwright.render import escape as e
+
+    if text.isascii() and text.isprintable() and "  " not in text:
+        return text.casefold()
+    text = e._SPACE_RUN.sub(" ", e._INVISIBLE_RUN.sub("", text))
+    if not text.isascii():
+        text = e._SPACE_RUN.sub(" ", e._INVISIBLE_RUN.sub("", unicodedata.normalize("NFKC", text)))
+    return text.casefold()
+
+
+def _fold_by_regex(line: str) -> str:
+    from contextwright.render import escape as e
+
+    _, rest = e.split_indent(line)
+    window = rest[: e._PROBE_CHARS * 4]
+    if not (window.isascii() and window.isprintable()):
+        rest = e._HIDDEN_RUN.sub("", rest)
+        _, rest = e.split_indent(rest)
+        window = rest[: e._PROBE_CHARS * 4]
+    return _reading_by_regex(window)[: e._PROBE_CHARS]
+
+
+def test_fold_and_reading_with_probes_read_as_the_regexes_alone() -> None:
+    """The probes (BMP classes plus one range past the BMP) only skip substitutions that would
+    change nothing: random lines of spaces, invisible characters, marks (BMP and past it), tags,
+    compatibility forms and emoji read the same as through the classes alone."""
+    import random
+
+    from contextwright.render.escape import reading
+
+    rng = random.Random(5)
+    alphabet = [
+        *"aZq:[]# \t",
+        "\u00a0", "\u3000", "\u3164", "\u115f", "\u2800", "\u200b", "\u00ad", "\u2066", "\ufe0f",
+        "\u0301", "\u20dd", "\U0001d167", "\U000e0001", "\U000e0100", "\U0001f600", "\U00020000",
+        "\u00a8", "\ufb01", "\uff3b", "\u2013", "\u2019", "\u00e9", "\u1680", "\u2028", "\x85",
+    ]  # fmt: skip
+    for _ in range(20_000):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
+        assert fold(line) == _fold_by_regex(line), repr(line)
+        assert reading(line) == _reading_by_regex(line), repr(line)

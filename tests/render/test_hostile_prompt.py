@@ -214,3 +214,38 @@ def test_a_character_that_ends_a_tag_start_makes_no_tag_whatever_follows() -> No
     assert passed > 40_000  # letters, digits, punctuation and symbols: the fast path is taken
     for ch in "tT/ \n\u200b\u3000\uff54\uff0f\u0338\u2122":  # gaps, slashes, t look-alikes, a combining mark
         assert not ends_tag_start(ch), repr(ch)
+
+
+def test_the_colon_list_holds_every_character_that_reads_as_a_colon() -> None:
+    """Section escaping skips a non-ASCII line with none of ``_COLONS`` (every header reads "...:"):
+    the list must hold every code point whose reading (NFKC, case folded) has a colon."""
+    import unicodedata
+
+    from contextwright.render.sections import _COLONS
+
+    found = {
+        chr(cp)
+        for cp in range(0x110000)
+        if not 0xD800 <= cp < 0xE000 and ":" in unicodedata.normalize("NFKC", chr(cp)).casefold()
+    }
+    assert found == set(_COLONS)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Qu\u0301estion\uff1a x",
+        "Tool outputs\ufe55",
+        "\u00e9\nContext \u2a74= y",
+        "Question\ufe13 \u2013 \u2019",
+    ],
+)
+def test_a_header_with_a_colon_look_alike_is_escaped_in_accented_text(line: str) -> None:
+    from contextwright.render.sections import escape_sections
+
+    text = f"Caf\u00e9 \u2013 \u2019quoted\u2019\n{line}"
+    out = escape_sections(text)
+    assert out != text and "\\" in out
+    assert escape_sections("Caf\u00e9 \u2013 no header here\nQuestion without colon") == (
+        "Caf\u00e9 \u2013 no header here\nQuestion without colon"
+    )

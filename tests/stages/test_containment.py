@@ -311,3 +311,59 @@ def test_the_stage_is_on_in_the_presets_issue_22_names() -> None:
 
     for name in ("qa", "tight", "chat", "documents"):
         assert {"type": "containment_dedup"} in get_preset(name)["stages"], name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Plain ASCII words, with_underscores and 3.14 digits.",
+        "  Leading space;  two  gaps --- and a tail!  ",
+        "Caf\u00e9 \u2013 \u201cquoted\u201d na\u00efve stra\u00dfe \ufb01ne x\u00b2 \u2460\u2461 \u00bd end",
+        "\ufb03 \u01c5 \u0130stanbul \u03a3\u03c3\u03c2 a\u0301b c\u200bd",
+        "",
+        "!!! ...",
+    ],
+)
+def test_word_bounds_are_each_comparison_words_place_in_the_text(text: str) -> None:
+    """The strip maps comparison words back to the text by one split per range: the same places
+    as a match per word (``\\w+`` runs, a non-ASCII one once per word its reading holds)."""
+    import re
+    import unicodedata
+
+    from contextwright.stages.containment import _word_bounds
+    from contextwright.stages.shingles import shingle_words
+
+    half = len(text) // 2
+    for ranges in ([(0, len(text))], [(0, half), (half, len(text))]):
+        expected: list[tuple[int, int]] = []
+        for start, end in ranges:
+            for m in re.finditer(r"\w+", text[start:end]):
+                n = len(re.findall(r"\w+", unicodedata.normalize("NFKC", m.group()).casefold()))
+                expected += [(start + m.start(), start + m.end())] * n
+        n_words = sum(len(shingle_words(text[s:e])) for s, e in ranges)
+        got = _word_bounds(text, ranges, n_words)
+        if len(expected) != n_words:
+            assert got is None
+            continue
+        assert got is not None
+        assert list(zip(*got, strict=True)) == expected
+
+
+def test_comparison_words_are_the_word_runs_of_the_normalized_text() -> None:
+    """``shingle_words`` splits non-ASCII text at the byte level and hands only runs with a
+    non-ASCII character to the regex: the same words as ``\\w+`` over the NFKC, case-folded text."""
+    import random
+    import re
+    import unicodedata
+
+    from contextwright.stages.shingles import shingle_words
+
+    rng = random.Random(8)
+    alphabet = [
+        *"aZ_9 .,-'\n", "\u00e9", "\u00df", "\u0130", "\u03a3", "\u2013", "\u2019", "\u201c",
+        "\u00b2", "\u2460", "\ufb01", "\uff21", "\u0301", "\u00a0", "\u200b", "\u4e2d", "\U0001d400",
+    ]  # fmt: skip
+    for _ in range(20_000):
+        text = "\u00e9" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24)))
+        want = [w.encode() for w in re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())]
+        assert shingle_words(text) == want, repr(text)

@@ -94,3 +94,30 @@ def test_the_walk_matches_the_full_map_walk() -> None:
             dropped += len(want_drops)
     assert compared == 180 and dropped > 100  # the mirrors lists hold many copies
     clear_all(per_object=False)
+
+
+@pytest.mark.parametrize("scan_kept", [0, 32])
+def test_the_owner_map_past_many_kept_chunks_matches_the_full_map_walk(
+    scan_kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``_SCAN_KEPT`` kept chunks the walk looks owners up in a map: on 420-chunk lists (21
+    mirror lists joined, as bench_copies_cost does) and with the map from the first chunk on,
+    the same chunks, strips and drops as the full-map oracle."""
+    from contextwright.stages import containment
+
+    monkeypatch.setattr(containment, "_SCAN_KEPT", scan_kept)
+    clear_all(per_object=False)
+    small = _lists(MIRRORS, 42)
+    wide = [tuple(c for chunks in small[g : g + 21] for c in chunks) for g in (0, 21)]
+    wide = [chunks_from_dicts([dict(c.to_dict(), id=f"{k}", rank=k) for k, c in enumerate(w)]) for w in wide]
+    dropped = 0
+    for chunks, budget in [(w, b) for w in wide for b in (1000, 4000)] + [(s, 150) for s in small[:10]]:
+        meter = Meter(get_format("lean"), get_tokenizer("cl100k_base"))
+        stage = ContainmentDedup()
+        got = stage(chunks, meter=meter, budget=budget)
+        want_chunks, want_drops = oracle(stage, chunks, meter, budget)
+        assert [c.to_dict() for c in got.chunks] == want_chunks
+        assert [(d.chunk_id, d.related) for d in got.report.dropped] == want_drops
+        dropped += len(want_drops)
+    assert dropped > 100
+    clear_all(per_object=False)

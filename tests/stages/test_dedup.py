@@ -493,3 +493,28 @@ def test_normalize_text_fast_paths_agree_with_the_full_normalization() -> None:
     samples += [f"é{chr(i)}b C" for i in range(0x3100)] + ["ＡＢ  ß", " é\u3000x ", "Ω\u2009ω"]
     for text in samples:
         assert normalize_text(text) == " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def test_normalize_text_collapses_whitespace_as_the_regex_rule_did() -> None:
+    """The non-ASCII path decides "anything to collapse" by ``isprintable()`` and ``"  "`` (the
+    ASCII space is the only printable whitespace): the same keys as the regex ``[^\\S ]|  `` rule,
+    on random texts of every whitespace character, invisible ones and compatibility forms."""
+    import random
+    import re
+    import unicodedata
+
+    from contextwright.stages.dedup import normalize_text
+
+    def by_regex(text: str) -> str:
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+        text = text.casefold()
+        return " ".join(text.split()) if re.search(r"[^\S ]|  ", text) else text.strip()
+
+    spaces = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+    assert [c for c in spaces if c.isprintable()] == [" "]
+    rng = random.Random(4)
+    alphabet = [*"aB ", *spaces, "\u00e9", "\u00ad", "\u200b", "\ufeff", "\x07", "\ufb01", "\u0301", "\u0130"]
+    for _ in range(20_000):
+        text = "\u00e9" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
+        assert normalize_text(text) == by_regex(text), repr(text)

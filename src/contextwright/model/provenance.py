@@ -21,6 +21,7 @@ named even when it lacks text a later stage cut.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 
@@ -34,6 +35,7 @@ SHINGLE_WORDS = 8
 #: past them gets ``held`` None and ``whole`` False: it is listed, never named.
 MAX_HELD_CHECKS = 32
 _WORD = re.compile(r"\w+")
+_WORD_SPLIT = re.compile(r"(\w+)")
 
 
 def _norm(text: str) -> str:
@@ -46,11 +48,15 @@ class BlockWords:
     __slots__ = ("_joined", "_k", "_norm", "_offsets")
 
     def __init__(self, text: str) -> None:
-        found = [(m.start(), m.end(), _norm(m.group())) for m in _WORD.finditer(text)]
-        self._offsets = [(a, b) for a, b, _ in found]
-        self._norm = [w for _, _, w in found]
+        # One split gives the words and the gaps between them; their running lengths are the
+        # words' offsets (no match object per word). An ASCII word reads as itself lower-cased.
+        pieces = _WORD_SPLIT.split(text)  # gap, word, gap, ..., word, gap
+        at = list(itertools.accumulate(map(len, pieces), initial=0))  # piece j: at[j] to at[j + 1]
+        words = pieces[1::2]
+        self._offsets = list(zip(at[1:-1:2], at[2::2], strict=True))
+        self._norm = list(map(str.lower, words)) if text.isascii() else list(map(_norm, words))
         self._joined = " " + " ".join(self._norm) + " "
-        self._k = min(SHINGLE_WORDS, len(found))
+        self._k = min(SHINGLE_WORDS, len(words))
 
     def whole(self, words: list[str]) -> bool:
         """Whether a copy of these (normalized) words holds the block's words, in order, unbroken."""

@@ -47,9 +47,6 @@ _SPACE = re.compile(r"\s+")
 _ASCII_WS_RUNS = ("  ", "\n", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 
 
-_NOT_SINGLE_SPACE = re.compile(r"[^\S ]|  ")
-
-
 def normalize_text(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed: the key two copies share."""
     if text.isascii():
@@ -62,9 +59,11 @@ def normalize_text(text: str) -> str:
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
     text = text.casefold()
-    # One regex scan finds any whitespace but a single space; without one,
-    # split/join would give back the stripped text anyway.
-    return " ".join(text.split()) if _NOT_SINGLE_SPACE.search(text) else text.strip()
+    # Without whitespace but single spaces, split/join would give back the stripped text. " " is
+    # the only printable whitespace character, so a printable text without "  " has none: two C
+    # scans (~1 µs on a dev chunk) instead of a regex class scan (~6 µs). A text with another
+    # unprintable character takes the split, which then gives what strip() would.
+    return " ".join(text.split()) if not text.isprintable() or "  " in text else text.strip()
 
 
 _KEYS = ByteLRU("contextwright.stages.dedup._exact_key", max_bytes=4 * 2**20, maxsize=65_536)

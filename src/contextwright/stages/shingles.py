@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 _WORD = re.compile(r"\w+")
 _WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ASCII_WORDS = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
+_WORDS_OR_HIGH = bytes(c if c in _WORD_BYTES or c >= 0x80 else 32 for c in range(256))
 #: Candidate recall the LSH banding must reach for a pair exactly at the threshold.
 _LSH_RECALL = 0.999
 
@@ -42,9 +43,18 @@ def shingle_words(text: str) -> list[bytes]:
     """
     if text.isascii():
         return text.encode().lower().translate(_ASCII_WORDS).split()
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-    # one join, one encode, one split instead of an encode per word (no word holds a NUL)
-    return "\0".join(words).encode().split(b"\0") if words else []
+    # The same byte-level split on the UTF-8 of the normalized text, with every non-ASCII byte
+    # kept: ASCII words come out as they are; a run holding a non-ASCII character (a word with
+    # an accent, or words joined by a dash or a curly quote) is split by the regex on its own.
+    # A UTF-8 sequence never holds an ASCII byte, so a run is whole characters. 29.5 -> 17.8 µs a
+    # non-ASCII dev chunk against the regex over the whole text.
+    out: list[bytes] = []
+    for run in unicodedata.normalize("NFKC", text).casefold().encode().translate(_WORDS_OR_HIGH).split():
+        if run.isascii():
+            out.append(run)
+        else:
+            out += [w.encode() for w in _WORD.findall(run.decode())]
+    return out
 
 
 def shingles(text: str, k: int) -> frozenset[tuple[bytes, ...]]:
