@@ -36,20 +36,14 @@ def dev() -> Path:
     return DEV
 
 
+def _unreachable(dev: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``fit`` against a reader nobody serves: what it refuses before asking anything."""
+    reader = ["--reader", "http://127.0.0.1:9/v1", "--reader-model", "m"]
+    return _fit(str(dev), *reader, "--reader-cache", str(tmp_path / "c.sqlite"), *args)
+
+
 def test_fit_refuses_too_few_queries_and_says_how_many(dev: Path, tmp_path: Path) -> None:
-    out = _fit(
-        str(dev),
-        "--limit",
-        "30",
-        "--reader",
-        "http://127.0.0.1:9/v1",
-        "--reader-model",
-        "m",
-        "--reader-cache",
-        str(tmp_path / "c.sqlite"),
-        "--out",
-        str(tmp_path / "p.toml"),
-    )
+    out = _unreachable(dev, tmp_path, "--limit", "30", "--out", str(tmp_path / "p.toml"))
     assert out.returncode == 2
     assert "at least 50 labelled queries to fit on and 50 to confirm on" in out.stderr
     assert "Give about 100 or more" in out.stderr
@@ -57,46 +51,20 @@ def test_fit_refuses_too_few_queries_and_says_how_many(dev: Path, tmp_path: Path
 
 
 def test_fit_checks_its_output_paths_before_any_work(dev: Path, tmp_path: Path) -> None:
-    out = _fit(
-        str(dev),
-        "--reader",
-        "http://127.0.0.1:9/v1",
-        "--reader-model",
-        "m",
-        "--html",
-        str(tmp_path / "no" / "such" / "fit.html"),
-    )
+    out = _unreachable(dev, tmp_path, "--html", str(tmp_path / "no" / "such" / "fit.html"))
     assert out.returncode == 2
     assert "cannot write --html" in out.stderr and "does not exist" in out.stderr
 
 
-def test_fit_names_a_bad_knob(dev: Path) -> None:
-    out = _fit(str(dev), "--reader", "http://127.0.0.1:9/v1", "--reader-model", "m", "--knob", "amount=all")
+def test_fit_names_a_bad_knob(dev: Path, tmp_path: Path) -> None:
+    out = _unreachable(dev, tmp_path, "--knob", "amount=all")
     assert out.returncode == 2 and "amount 'all' is not a setting" in out.stderr and "cap:N" in out.stderr
 
 
 def test_fit_refuses_expand_without_a_corpus_and_names_the_flag(dev: Path, tmp_path: Path) -> None:
-    out = _fit(
-        str(dev),
-        "--reader",
-        "http://127.0.0.1:9/v1",
-        "--reader-model",
-        "m",
-        "--reader-cache",
-        str(tmp_path / "c.sqlite"),
-        "--knob",
-        "expand=off,on",
-    )
+    out = _unreachable(dev, tmp_path, "--knob", "expand=off,on")
     assert out.returncode == 2 and "expand=on" in out.stderr and "--corpus FILE" in out.stderr
-    missing = _fit(
-        str(dev),
-        "--reader",
-        "http://127.0.0.1:9/v1",
-        "--reader-model",
-        "m",
-        "--corpus",
-        str(tmp_path / "x.jsonl"),
-    )
+    missing = _unreachable(dev, tmp_path, "--corpus", str(tmp_path / "x.jsonl"))
     assert missing.returncode == 2 and "x.jsonl" in missing.stderr
 
 
