@@ -280,3 +280,16 @@ def test_profile_paths_load_like_presets(tmp_path: Path) -> None:
     path.write_text(dump_toml({**candidate_config({**START, "amount": "cap:150"}), "fit": {"model": "m"}}))
     ctx = contextwright.assemble("value?", CHUNKS, preset=str(path), budget=1000)
     assert ctx.tokens <= 150
+
+
+@pytest.mark.parametrize(
+    "profile", sorted((Path(__file__).resolve().parents[2] / "examples" / "profiles").glob("*.toml")), ids=str
+)
+def test_every_shipped_profile_loads_as_a_preset_and_sends_at_most_its_ceiling(profile: Path) -> None:
+    data = tomllib.loads(profile.read_text())
+    assert data["fit"]["model"] and data["fit"]["confirm500"]  # what confirmed it is stated
+    ceilings = [s["ceiling"] for s in data["stages"] if s.get("ceiling")]
+    for budget in (300, 1000):
+        ctx = contextwright.assemble("what is the value?", CHUNKS, preset=str(profile), budget=budget)
+        assert ctx.tokens <= min([budget, *ceilings])
+        assert _accounted(ctx) == {c["id"] for c in CHUNKS}
