@@ -75,3 +75,58 @@ def test_the_engine_answers_in_batches_through_the_reader_cache(engine: Any, tmp
         "http://127.0.0.1:9/v1", model=engine.model, cache=cache, max_tokens=10, offline=True
     ) as other:
         assert all(isinstance(r, Exception) for r in other.ask_many(asks))
+
+
+def test_a_plan_fits_then_confirms_the_fitted_profile_with_one_loaded_engine(
+    engine: Any, tmp_path: Path, dev_queries: list[dict[str, Any]]
+) -> None:
+    """bench/reader_grid.py: a fit job writes its profile, a later eval job names it as ``@fit``,
+    a failing job is logged and skipped, and a re-run of the plan asks nothing (the reply cache)."""
+    import gzip
+    import json
+
+    data = tmp_path / "data"
+    data.mkdir()
+    with gzip.open(data / "dev.jsonl.gz", "wt", encoding="utf-8") as f:
+        for q in dev_queries[:8]:
+            f.write(json.dumps({**q, "chunks": q["chunks"][:4]}) + "\n")
+    plan = [
+        {
+            "name": "fit",
+            "fit": "dev.jsonl.gz",
+            "budgets": [200],
+            "min_per_part": 2,
+            "space": {
+                "amount": ["fill", "cap:100"],
+                "order": ["ends"],
+                "dedup": ["containment"],
+                "expand": ["off"],
+                "framing": ["lean"],
+            },
+        },
+        {"name": "broken", "eval": "missing.jsonl.gz", "strategies": ["naive"], "budgets": [200]},
+        {"name": "confirm", "eval": "dev.jsonl.gz", "strategies": ["naive", "@fit"], "budgets": [200]},
+    ]
+    sys.path.insert(0, str(BENCH))
+    try:
+        from reader_grid import run_plan
+    finally:
+        sys.path.remove(str(BENCH))
+    out = tmp_path / "out"
+    out.mkdir()
+    cache = tmp_path / "reader.sqlite"
+    with Reader(engine.url, model=engine.model, client=engine, cache=cache, max_tokens=8) as reader:
+        run_plan(plan, reader=reader, data=data, out=out, start=0.0)
+    fitted = json.loads((out / "fit.json").read_text())
+    assert fitted["setting"]["amount"] in ("fill", "cap:100")
+    assert (out / "fit.toml").exists() and (out / "fit.html").exists()
+    assert not (out / "broken.json").exists()  # logged, skipped, the plan went on
+    rows = json.loads((out / "confirm.json").read_text())["summaries"]
+    assert {r["strategy"] for r in rows} == {"naive", fitted["config"]["name"]}
+    assert all(r["answered"] == 8 for r in rows)
+    # the whole plan again, offline: every request is in the cache under the engine's label
+    with Reader(
+        engine.url, model=engine.model, client=engine, cache=cache, max_tokens=8, offline=True
+    ) as again:
+        run_plan(plan, reader=again, data=data, out=out, start=0.0)
+    assert json.loads((out / "confirm.json").read_text())["summaries"] == rows

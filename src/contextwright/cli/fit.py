@@ -45,10 +45,11 @@ def fit_cmd(
     move_on: Annotated[
         str,
         typer.Option(
-            help="evidence: a knob leaves its current value only for one whose 95 % paired interval against "
-            "it is above zero; leader: the race's leader wins."
+            help="leader: each race's leader becomes the knob's value (the held-out confirmation is the "
+            "guard); evidence: a knob leaves its current value only for one whose 95 % paired interval "
+            "against it is above zero."
         ),
-    ] = "evidence",
+    ] = "leader",
     limit: Annotated[int | None, typer.Option(help="Use only the first N queries.")] = None,
     prior: Annotated[
         str | None, typer.Option(help="A measured positional prior file, for order=prior.")
