@@ -11,7 +11,8 @@ client (``Reader.ask_many`` hands a client with ``chat_many`` whole batches),
 so it fills the *same* reply cache ``eval --reader`` reads, under a cache
 label that names the engine (``transformers-bf16:<gguf>``): replies from two
 engines never mix, and a run on the GPU machine can be reported later on a
-CPU with ``--offline``.
+CPU with ``eval --reader-offline --reader-cache-label transformers-bf16:<gguf>``
+(``--reader-model`` is the GGUF's stem).
 
     # on the GPU machine (measured: SmolLM2, 37,713 requests, batch 256, 273 s on one H200)
     python bench/reader_engine.py eval ../shared/data/nq_bm25_dev300.jsonl.gz --model smollm2 \\

@@ -235,6 +235,60 @@ def test_eval_with_a_reader_adds_accuracy_the_sweep_and_a_prior(tmp_path: Path) 
     assert rerun.exit_code == 0, rerun.output
 
 
+def test_eval_reports_from_the_reply_cache_offline_under_an_engines_label(tmp_path: Path) -> None:
+    """``--reader-cache-label`` names the engine in the cache key; ``--reader-offline`` reports from
+    the cache alone (how a GPU engine's replies are reported on a CPU): the same figures, nothing sent,
+    and a label the cache does not hold answers nothing."""
+    from .test_reader import ChatServer, _queries, reading_model
+
+    rows = [
+        {
+            "id": q.id,
+            "question": q.question,
+            "answers": list(q.answers),
+            "chunks": [dict(c) for c in q.chunks],
+        }
+        for q in _queries()
+    ]
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = ["eval", str(data), "-s", "naive,qa", "-b", "200", "--reader-model", "m", "--reader-key-env", ""]
+    base += ["--reader-cache", str(tmp_path / "c.sqlite")]
+    server = ChatServer(reading_model)
+    try:
+        first = runner.invoke(
+            app,
+            [
+                *base,
+                "--reader",
+                server.base_url,
+                "--reader-cache-label",
+                "engine-x",
+                "--json",
+                str(tmp_path / "a.json"),
+            ],
+        )
+        assert first.exit_code == 0, first.output
+        sent = len(server.requests)
+        assert sent > 0
+    finally:
+        server.close()
+    dead = ["--reader", "http://127.0.0.1:9/v1", "--reader-offline"]
+    again = runner.invoke(
+        app, [*base, *dead, "--reader-cache-label", "engine-x", "--json", str(tmp_path / "b.json")]
+    )
+    assert again.exit_code == 0, again.output
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text())["reader"] for n in "ab")
+    assert [s["accuracy"] for s in b["summaries"]] == [s["accuracy"] for s in a["summaries"]]
+    assert b["meta"]["failed"] == 0 and b["meta"]["cached"] == b["meta"]["requests"]
+    other = runner.invoke(
+        app, [*base, *dead, "--reader-cache-label", "engine-y", "--json", str(tmp_path / "c.json")]
+    )
+    c = json.loads((tmp_path / "c.json").read_text())["reader"]
+    assert other.exit_code == 0 and c["meta"]["failed"] == c["meta"]["requests"] > 0
+    assert "failed" in other.output
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

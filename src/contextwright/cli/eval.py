@@ -35,6 +35,8 @@ def _run_reader(
     corpus: str | None,
     positions: int | None,
     prior_out: str | None,
+    cache_label: str | None = None,
+    offline: bool = False,
 ) -> Any:
     """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
     import dataclasses
@@ -48,7 +50,9 @@ def _run_reader(
         fail("--prior-out writes the curve of the position sweep: pass --positions K too (e.g. 5).")
     resources = {"store": open_corpus_store(corpus)} if corpus else {}
     with (
-        open_reader(url, model, key_env, cache, max_tokens, concurrency, timeout_s) as rd,
+        open_reader(
+            url, model, key_env, cache, max_tokens, concurrency, timeout_s, cache_label, offline
+        ) as rd,
         replies_bar() as bar,
     ):
         task = bar.add_task("reader", total=None)
@@ -78,8 +82,13 @@ def open_reader(
     concurrency: int,
     timeout_s: float,
     cache_label: str | None = None,
+    offline: bool = False,
 ) -> Any:
-    """The :class:`~contextwright.eval.reader.Reader` the ``--reader*`` options describe (``eval``, ``fit``)."""
+    """The :class:`~contextwright.eval.reader.Reader` the ``--reader*`` options describe (``eval``, ``fit``).
+
+    ``offline``: answer from the reply cache only (nothing is sent; a request not in it fails and is
+    counted), e.g. to report on a CPU the replies a GPU engine cached under its own label.
+    """
     import os
 
     from contextwright.eval.reader import Reader, default_cache_path
@@ -93,6 +102,7 @@ def open_reader(
         max_concurrency=concurrency,
         timeout_s=timeout_s,
         cache_endpoint=cache_label,
+        offline=offline,
     )
 
 
@@ -198,6 +208,21 @@ def eval_cmd(
             help="SQLite file of cached replies (default: reader.sqlite in ~/.cache/contextwright)."
         ),
     ] = None,
+    reader_cache_label: Annotated[
+        str | None,
+        typer.Option(
+            help="What names the endpoint in the cache key (default: its URL): a stable label keeps the "
+            "cache valid when a local server's port changes (llama.cpp:smollm2), and names an engine "
+            "(transformers-bf16:<gguf> for bench/reader_engine.py)."
+        ),
+    ] = None,
+    reader_offline: Annotated[
+        bool,
+        typer.Option(
+            "--reader-offline",
+            help="Answer from the reply cache only and send nothing; a request not in it fails and is counted.",
+        ),
+    ] = False,
     reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
     reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
     reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
@@ -262,6 +287,8 @@ def eval_cmd(
                 corpus=corpus,
                 positions=positions,
                 prior_out=prior_out,
+                cache_label=reader_cache_label,
+                offline=reader_offline,
             )
         elif positions is not None or prior_out is not None:
             fail("--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME.")

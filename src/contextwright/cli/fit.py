@@ -75,6 +75,14 @@ def fit_cmd(
             "cache valid when a local server's port changes, e.g. llama.cpp:smollm2."
         ),
     ] = None,
+    reader_offline: Annotated[
+        bool,
+        typer.Option(
+            "--reader-offline",
+            help="Answer from the reply cache only and send nothing (re-derive a fit from cached replies, "
+            "e.g. a GPU engine's); a request not in it fails and is counted.",
+        ),
+    ] = False,
     reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
     reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
     reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
@@ -124,6 +132,7 @@ def fit_cmd(
             reader_concurrency,
             reader_timeout,
             reader_cache_label,
+            reader_offline,
         )
         options = dict(
             budgets=budgets,
