@@ -21,7 +21,7 @@ from contextwright.model.chunk import Chunk
 from contextwright.render.context import AssembledContext
 from contextwright.render.format import Format, get_format
 from contextwright.render.history import HistoryResult, trim_history
-from contextwright.render.messages import Message, system_prompt
+from contextwright.render.messages import Message, config_prompt, system_prompt
 from contextwright.render.tools import ToolPolicy, ToolsResult, fit_tools
 from contextwright.stages.fusion import Fuse
 from contextwright.stages.stable import StableOrder
@@ -171,10 +171,9 @@ class Assembler:
         self.output_tokens = spec.output_tokens
         self.buffer_tokens = spec.buffer_tokens
         self.resources = dict(resources)
+        system = config_prompt(spec.system, self.pipeline.prompt)  # a profile's prompt for "default"
         self._system_tokens = (
-            self.tokenizer.count(system_prompt(spec.system, format=self.pipeline.format))
-            if spec.system
-            else 0
+            self.tokenizer.count(system_prompt(system, format=self.pipeline.format)) if system else 0
         )
         if spec.budget is None:
             self.zones("")  # fail now, not on the first call, when the zones do not add up

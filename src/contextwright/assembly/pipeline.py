@@ -187,12 +187,16 @@ class Pipeline:
         verify: ``auto`` tokenizes the final string only when the count cannot
             be derived exactly from the pieces; ``always`` always does.
         name: A label for reports (the preset name).
+        prompt: The grounded prompt this pipeline was fitted with (a name or the text; a
+            config's ``prompt``): it stands in for ``default`` when the context's messages are
+            built. ``None``: the shipped default prompt.
     """
 
     stages: tuple[Any, ...]
     format: Format = field(default_factory=lambda: get_format("xml"))
     verify: Literal["auto", "always"] = "auto"
     name: str = "custom"
+    prompt: str | None = None
     # Rendered bodies by chunk text, kept across calls (escaping is a pure
     # function of the text and the format), in this pipeline's view of the shared caches.
     # init=False: dataclasses.replace() (a new format, new stages) starts with
@@ -425,6 +429,7 @@ class Pipeline:
             query=query,
             tokenizer=tokenizer.name,
             format=self.format,
+            prompt=self.prompt,
         )
 
     def plan(

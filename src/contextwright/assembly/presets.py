@@ -24,6 +24,7 @@ from typing import Any
 from contextwright.assembly.pipeline import Pipeline
 from contextwright.core.errors import ConfigError, did_you_mean, located
 from contextwright.render.format import Format, format_to_dict, get_format
+from contextwright.render.messages import check_prompt
 from contextwright.stages.base import get_stage_class, is_order_stage, stage_from_dict, stage_to_dict
 from contextwright.stages.order import order_stage
 
@@ -186,7 +187,9 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 #: The top-level keys of a pipeline config (a mapping, a .toml/.json file, a preset).
 #: ``fit`` is a profile's provenance (what ``contextwright fit`` measured); the pipeline ignores it.
-CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description", "fit"})
+#: ``prompt`` is the grounded prompt the config was fitted with (a name or the text): it stands in
+#: for ``default`` wherever the context's messages are built (``ctx.messages()``, the service, eval).
+CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description", "fit", "prompt"})
 
 
 def pipeline_from_config(
@@ -247,7 +250,8 @@ def pipeline_from_config(
         with located("format"):
             fmt = get_format(data.get("format", "xml"))
     verify = data.get("verify", "auto")
-    return Pipeline(tuple(stages), fmt, verify=verify, name=name)
+    prompt = check_prompt(data["prompt"]) if data.get("prompt") is not None else None
+    return Pipeline(tuple(stages), fmt, verify=verify, name=name, prompt=prompt)
 
 
 def with_overrides(

@@ -34,7 +34,7 @@ def fit_cmd(
             help="Values of one knob to search, knob=v1,v2 (repeatable; one value fixes it). Knobs: amount "
             "(fill, cap:N, stop:R, stop:R+cap:N), order (first, last, ends, prior), dedup (none, exact, "
             "containment, saves-exact, saves-containment), expand (off, on: needs --corpus), framing "
-            "(lean, numbered, minimal)."
+            "(lean, numbered, minimal), prompt (default, strict, soft; default only unless given)."
         ),
     ] = None,
     confirm_share: Annotated[float, typer.Option(help="Share of queries held out to confirm on.")] = 0.5,
@@ -91,7 +91,7 @@ def fit_cmd(
         str | None, typer.Option("--html", help="Write an HTML report with the plot.")
     ] = None,
 ) -> None:
-    """Fit the context to a reader: race settings of how much to send, the order, dedup and framing on part of your labelled queries, confirm the winner against naive on the rest, and write it as a profile.
+    """Fit the context to a reader: race settings of how much to send, the order, dedup, framing and prompt on part of your labelled queries, confirm the winner against naive on the rest, and write it as a profile.
 
     The profile is a config TOML: pass it wherever a preset goes (--preset profile.toml). Replies are cached, so an interrupted or repeated run is free where it asked before.
     """  # one line per paragraph: the help reflows it to the terminal's width

@@ -26,6 +26,12 @@ the readers measured so far, framing least):
   --corpus``); without one it stays ``off``.
 * ``framing``: ``lean`` (blocks headed ``[n]``), ``numbered`` (``[n]`` plus
   the source), or ``minimal`` (plain passages and an uncited prompt).
+* ``prompt``: the grounded prompt, ``default``, ``strict`` (only the
+  passages; "I don't know" when they are silent) or ``soft`` (general
+  knowledge where they are silent), each in the framing's cited or uncited
+  form. A setting other than ``default`` is written into the profile
+  (``prompt = "strict"``), and every surface that builds the messages sends
+  it. Fixed at ``default`` unless ``--knob prompt=default,strict,soft``.
 
 The starting setting is the ``qa`` preset's (``fill``, ``ends``,
 ``containment``, ``lean``), so the search can only move away from the
@@ -42,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextwright.core.errors import ConfigError, did_you_mean
+from contextwright.render.messages import PROMPT_NAMES
 
 __all__ = [
     "DEFAULT_SPACE",
@@ -55,7 +62,7 @@ __all__ = [
 ]
 
 #: The knobs in search order.
-KNOBS = ("amount", "order", "dedup", "expand", "framing")
+KNOBS = ("amount", "order", "dedup", "expand", "framing", "prompt")
 
 #: Where the search starts: the ``qa`` preset.
 START: dict[str, str] = {
@@ -64,6 +71,7 @@ START: dict[str, str] = {
     "dedup": "containment",
     "expand": "off",
     "framing": "lean",
+    "prompt": "default",
 }
 
 #: The values tried per knob when the caller names none.
@@ -73,6 +81,7 @@ DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
     "dedup": ("containment", "exact", "none", "saves-containment"),
     "expand": ("off",),  # ("off", "on") when a chunk store is given: see with_store
     "framing": ("lean", "numbered", "minimal"),
+    "prompt": ("default",),  # ("default", "strict", "soft") with --knob prompt=...
 }
 #: The values ``expand`` takes; ``on`` needs a chunk store.
 EXPAND = ("off", "on")
@@ -158,7 +167,7 @@ def candidate_config(
     Raises:
         ConfigError: naming the knob and the value that is not a setting.
     """
-    setting = {"expand": "off", **setting}  # a setting saved before the knob existed
+    setting = {"expand": "off", "prompt": "default", **setting}  # saved before these knobs existed
     missing = [k for k in KNOBS if k not in setting]
     if missing:
         raise ConfigError(f"setting {dict(setting)!r} lacks {', '.join(missing)}.")
@@ -175,6 +184,12 @@ def candidate_config(
             f"framing {framing!r} is not a setting.{did_you_mean(framing, _FORMATS)} "
             "Use lean, numbered or minimal.",
             loc=("framing",),
+        )
+    if setting["prompt"] not in PROMPT_NAMES:
+        raise ConfigError(
+            f"prompt {setting['prompt']!r} is not a setting.{did_you_mean(setting['prompt'], PROMPT_NAMES)} "
+            f"Use {', '.join(PROMPT_NAMES)}.",
+            loc=("prompt",),
         )
     if setting["expand"] not in EXPAND:
         raise ConfigError(
@@ -193,14 +208,20 @@ def candidate_config(
         *after,
         _order(setting["order"], prior),
     ]
-    return {"name": label(setting), "stages": stages, "format": framing}
+    config: dict[str, Any] = {"name": label(setting), "stages": stages, "format": framing}
+    if setting["prompt"] != "default":
+        config["prompt"] = setting["prompt"]
+    return config
 
 
 def label(setting: Mapping[str, str]) -> str:
-    """A short name of a setting, e.g. ``cap:400 last exact lean`` (``+expand`` after the dedup when on)."""
-    words = [setting[k] for k in KNOBS if k != "expand"]
+    """A short name of a setting, e.g. ``cap:400 last exact lean`` (``+expand`` after the dedup when on,
+    the prompt last when it is not ``default``)."""
+    words = [setting[k] for k in KNOBS if k not in ("expand", "prompt")]
     if setting.get("expand", "off") == "on":
         words.insert(KNOBS.index("expand"), "+expand")
+    if setting.get("prompt", "default") != "default":
+        words.append(setting["prompt"])
     return " ".join(words)
 
 

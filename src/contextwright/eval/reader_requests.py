@@ -23,7 +23,7 @@ from contextwright.eval.reader_results import (
     score_reply,
 )
 from contextwright.eval.strategies import Strategy
-from contextwright.render.messages import Message, build_messages
+from contextwright.render.messages import Message, build_messages, config_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer
 
 
@@ -84,8 +84,9 @@ def strategy_request(
         logger.warning("strategy failed", extra={"strategy": strategy.name, "query_id": query.id})
         return Request(query, strategy.name, budget, [], (), False, error=f"assembly failed: {exc}")
     ctx = out.context
-    if prompt is not None:
-        system = system_of(prompt, ctx.format if ctx is not None else "plain")
+    if prompt is not None:  # a profile's own prompt stands in for the reader's "default"
+        named = config_prompt(prompt, ctx.prompt if ctx is not None else None) or prompt
+        system = system_of(named, ctx.format if ctx is not None else "plain")
     if ctx is not None:
         messages = plain_messages(ctx.messages(query.question, system=system))
         # Citations are scored only where the context shows `[n]` labels (not `minimal`'s bare blocks).

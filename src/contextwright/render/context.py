@@ -101,6 +101,8 @@ class AssembledContext:
     #: The :class:`~contextwright.render.format.Format` the text was rendered in
     #: (prompts ask for its citation label; summaries go through its escape).
     format: Any = field(default=None, compare=False, repr=False)
+    #: The config's grounded prompt (a profile's ``prompt``): :meth:`messages` sends it for ``default``.
+    prompt: str | None = field(default=None, compare=False, repr=False)
 
     def messages(
         self,
@@ -122,7 +124,9 @@ class AssembledContext:
         Args:
             query: The user's question; defaults to the query assembled for.
             system: A prompt name (``default``, ``strict``, ``soft``), a literal
-                system prompt, or ``None`` for no system message.
+                system prompt, or ``None`` for no system message. ``default`` is the
+                config's ``prompt`` when it has one (a profile fitted with ``strict``
+                sends ``strict``), else the shipped default.
             history: Earlier turns (``{"role", "content"}``), oldest first;
                 by default the history passed to ``assemble``, already trimmed
                 (``report.history``). Trimmed to ``history_budget``, or else to the assembler's
@@ -144,7 +148,7 @@ class AssembledContext:
         The tool outputs fitted by ``assemble(..., tools=...)`` come before the
         context, in their own section.
         """
-        from contextwright.render.messages import build_messages
+        from contextwright.render.messages import build_messages, config_prompt
 
         if not history and self.report.history is not None:
             # the history passed to assemble(), trimmed there
@@ -176,7 +180,7 @@ class AssembledContext:
         return build_messages(
             self.text,
             self.query if query is None else query,
-            system=system,
+            system=config_prompt(system, self.prompt),
             history=history,
             context_in=context_in,
             format=self.format,

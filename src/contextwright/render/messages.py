@@ -5,11 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from contextwright.core.errors import InputError
+from contextwright.core.errors import ConfigError, InputError, did_you_mean
 from contextwright.core.text import check_text
 from contextwright.model.zones import Message
 
-__all__ = ["PROMPTS", "ROLES", "Message", "build_messages", "check_role", "system_prompt"]
+__all__ = [
+    "PROMPTS",
+    "PROMPT_NAMES",
+    "ROLES",
+    "Message",
+    "build_messages",
+    "check_prompt",
+    "check_role",
+    "config_prompt",
+    "system_prompt",
+]
 
 #: The chat roles a history turn may have (OpenAI's, minus the deprecated ``function``).
 ROLES = ("system", "user", "assistant", "tool")
@@ -80,6 +90,31 @@ def _examples(style: str) -> dict[str, str]:
 
 #: The named prompts for formats cited ``[n]`` (``numbered``, ``xml``, ``grouped``, ``markdown``).
 PROMPTS: dict[str, str] = {k: v.format(**_examples("[{n}]")) for k, v in _CITED.items()}
+#: The prompt names (each has a cited form per citation style and an uncited form).
+PROMPT_NAMES: tuple[str, ...] = tuple(_CITED)
+
+
+def check_prompt(value: Any) -> str:
+    """A config's ``prompt``: a prompt name (``default``, ``strict``, ``soft``) or a literal prompt.
+
+    A single word that names no prompt is refused (a typo would otherwise be sent as the prompt).
+
+    Raises:
+        ConfigError: naming the value and the names, with loc ``("prompt",)``.
+    """
+    if isinstance(value, str) and (value in _CITED or (value.strip() and len(value.split()) > 1)):
+        return value
+    hint = did_you_mean(value, PROMPT_NAMES) if isinstance(value, str) else ""
+    raise ConfigError(
+        f"prompt must be a prompt name ({', '.join(PROMPT_NAMES)}) or the text of a prompt; got {value!r}.{hint}",
+        loc=("prompt",),
+    )
+
+
+def config_prompt(system: str | None, prompt: str | None) -> str | None:
+    """The prompt to send: a config's ``prompt`` stands in for the name ``default``; any other
+    ``system`` (another name, a literal prompt, ``None`` for none) is the caller's choice and wins."""
+    return prompt if system == "default" and prompt else system
 
 
 def system_prompt(name_or_text: str, *, format: Any = None) -> str:
