@@ -67,6 +67,17 @@ def test_a_bad_prompt_is_refused_naming_the_key_the_value_and_the_names(value: o
     assert "default, strict, soft" in str(err.value)
 
 
+def test_the_prompt_survives_a_round_trip_through_the_config_and_overrides() -> None:
+    from contextwright import pipeline_to_config
+    from contextwright.assembly.presets import with_overrides
+
+    pipe = pipeline_from_config({"stages": STAGES, "format": "lean", "prompt": "soft"})
+    assert pipeline_to_config(pipe)["prompt"] == "soft"
+    assert pipeline_from_config(pipeline_to_config(pipe)) == pipe
+    assert with_overrides(pipe, format="numbered", order="relevance").prompt == "soft"
+    assert "prompt" not in pipeline_to_config(pipeline_from_config("qa"))  # presets: as before
+
+
 def test_the_system_zone_counts_the_profiles_prompt() -> None:
     strict = Assembler({"stages": STAGES, "prompt": "strict"}, model="gpt-4o-mini")
     default = Assembler({"stages": STAGES}, model="gpt-4o-mini")

@@ -291,9 +291,12 @@ def pipeline_to_config(pipeline: Pipeline) -> dict[str, Any]:
     """The config mapping that rebuilds ``pipeline``."""
     for s in pipeline.stages:
         get_stage_class(s.name)  # raises for unregistered stages
-    return {
+    out: dict[str, Any] = {
         "name": pipeline.name,
         "stages": [stage_to_dict(s) for s in pipeline.stages],
         "format": format_to_dict(pipeline.format),
         "verify": pipeline.verify,
     }
+    if pipeline.prompt is not None:
+        out["prompt"] = pipeline.prompt
+    return out
