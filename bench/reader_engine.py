@@ -37,6 +37,7 @@ from pathlib import Path
 from _data import REPO
 from contextwright.clients.chat import ChatReply
 from contextwright.core.errors import LLMError
+from contextwright.eval.reader import Reader
 
 
 class TransformersEngine:
@@ -76,6 +77,10 @@ class TransformersEngine:
 
     def close(self) -> None:
         """Nothing to close (the Reader calls it)."""
+
+    def reader(self, cache: str | Path, *, max_tokens: int) -> Reader:
+        """A :class:`~contextwright.eval.reader.Reader` asking this engine, caching under its label."""
+        return Reader(self.url, model=self.model, client=self, cache=cache, max_tokens=max_tokens)  # type: ignore[arg-type]
 
     def chat_many(
         self, requests: Sequence[Sequence[Mapping[str, str]]], *, temperature: float, max_tokens: int
@@ -145,7 +150,7 @@ def main() -> None:
     from contextwright.eval import load_queries
     from contextwright.eval.fit import fit_profile
     from contextwright.eval.fit_report import render_fit_table, write_profile
-    from contextwright.eval.reader import Reader, evaluate_reader
+    from contextwright.eval.reader import evaluate_reader
     from contextwright.eval.report import render_reader_table
 
     engine = TransformersEngine(
@@ -155,13 +160,7 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     console = Console(width=200, highlight=False)
     start = time.perf_counter()
-    with Reader(
-        engine.url,
-        model=engine.model,
-        client=engine,  # type: ignore[arg-type]
-        cache=args.cache,
-        max_tokens=args.max_tokens,
-    ) as reader:
+    with engine.reader(args.cache, max_tokens=args.max_tokens) as reader:
         if args.mode == "eval":
             result = evaluate_reader(queries, args.strategies.split(","), budgets, reader=reader)
             console.print(render_reader_table(result))

@@ -176,21 +176,13 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=24)
     args = ap.parse_args()
 
-    from contextwright.eval.reader import Reader
-
     start = time.perf_counter()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     engine = TransformersEngine(Path(args.gguf), device=args.device, dtype=args.dtype, batch_size=args.batch)
     print(f"{_stamp(start)} engine {engine.url} loaded", flush=True)
     plan = json.loads(Path(args.plan).read_text())
-    with Reader(
-        engine.url,
-        model=engine.model,
-        client=engine,  # type: ignore[arg-type]
-        cache=args.cache,
-        max_tokens=args.max_tokens,
-    ) as reader:
+    with engine.reader(args.cache, max_tokens=args.max_tokens) as reader:
         run_plan(plan, reader=reader, data=Path(args.data), out=out, start=start)
     print(f"{_stamp(start)} plan done", flush=True)
     (out / "DONE").write_text("done\n")

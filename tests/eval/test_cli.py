@@ -192,8 +192,9 @@ def test_eval_rejects_a_missing_data_file(tmp_path: Path) -> None:
     assert "does not exist" in " ".join(result.stderr.split())
 
 
-def test_eval_with_a_reader_adds_accuracy_the_sweep_and_a_prior(tmp_path: Path) -> None:
-    from .test_reader import ChatServer, _queries, reading_model
+def _reader_data(tmp_path: Path) -> Path:
+    """The reader tests' queries as an eval JSONL file."""
+    from .test_reader import _queries
 
     rows = [
         {
@@ -206,6 +207,13 @@ def test_eval_with_a_reader_adds_accuracy_the_sweep_and_a_prior(tmp_path: Path) 
     ]
     data = tmp_path / "q.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def test_eval_with_a_reader_adds_accuracy_the_sweep_and_a_prior(tmp_path: Path) -> None:
+    from .test_reader import ChatServer, reading_model
+
+    data = _reader_data(tmp_path)
     server = ChatServer(reading_model)
     try:
         args = ["eval", str(data), "-s", "naive,qa", "-b", "200", "--reader", server.base_url]
@@ -239,19 +247,9 @@ def test_eval_reports_from_the_reply_cache_offline_under_an_engines_label(tmp_pa
     """``--reader-cache-label`` names the engine in the cache key; ``--reader-offline`` reports from
     the cache alone (how a GPU engine's replies are reported on a CPU): the same figures, nothing sent,
     and a label the cache does not hold answers nothing."""
-    from .test_reader import ChatServer, _queries, reading_model
+    from .test_reader import ChatServer, reading_model
 
-    rows = [
-        {
-            "id": q.id,
-            "question": q.question,
-            "answers": list(q.answers),
-            "chunks": [dict(c) for c in q.chunks],
-        }
-        for q in _queries()
-    ]
-    data = tmp_path / "q.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _reader_data(tmp_path)
     base = ["eval", str(data), "-s", "naive,qa", "-b", "200", "--reader-model", "m", "--reader-key-env", ""]
     base += ["--reader-cache", str(tmp_path / "c.sqlite")]
     server = ChatServer(reading_model)
