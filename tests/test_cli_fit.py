@@ -96,6 +96,8 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
         "12",
         "--reader-cache",
         str(tmp_path / "c.sqlite"),
+        "--reader-cache-label",
+        "llama.cpp:smollm2-test",
         "--out",
         str(profile),
         "--html",
@@ -108,6 +110,35 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
     data = tomllib.loads(profile.read_text())
     assert data["fit"]["model"] == llama_server.model and data["fit"]["budgets"] == [250]
     assert (tmp_path / "fit.html").read_text().count("<svg") == 1
+    # the same fit again from the reply cache alone: nothing served, the same profile (a GPU lease's
+    # replies are re-derived on a CPU this way, under the engine's label)
+    again = tmp_path / "again.toml"
+    offline = [str(dev), "--limit", "12", "--min-queries", "4", "--step", "4", "--budget", "250"]
+    offline += ["--knob", "amount=cap:100,fill", "--knob", "order=ends", "--knob", "dedup=containment"]
+    offline += ["--knob", "framing=lean", "--reader", "http://127.0.0.1:9/v1", "--reader-offline"]
+    offline += ["--reader-cache-label", "llama.cpp:smollm2-test", "--reader-model", llama_server.model]
+    offline += [
+        "--reader-max-tokens",
+        "12",
+        "--reader-cache",
+        str(tmp_path / "c.sqlite"),
+        "--out",
+        str(again),
+    ]
+    rerun = _fit(*offline)
+    assert rerun.returncode == 0, rerun.stderr
+    redone = tomllib.loads(again.read_text())
+    assert (
+        redone["fit"]["setting"] == data["fit"]["setting"]
+        and redone["fit"]["confirm"] == data["fit"]["confirm"]
+    )
+    assert redone["fit"]["failed"] == 0
+    # under a label the cache does not hold, every request fails: refused, no profile written
+    offline[offline.index("llama.cpp:smollm2-test")] = "llama.cpp:other"
+    offline[-1] = str(tmp_path / "none.toml")
+    refused = _fit(*offline)
+    assert refused.returncode != 0 and not (tmp_path / "none.toml").exists()
+    assert "no profile was written" in refused.stderr and "llama.cpp:other" in refused.stderr
     used = subprocess.run(
         [
             sys.executable,
