@@ -89,14 +89,20 @@ def _progress(start: float) -> Any:
     return progress
 
 
+def _store(job: dict[str, Any], data: Path) -> dict[str, Any] | None:
+    """A job's chunk store (its ``corpus``, for the stages that expand), or None."""
+    from contextwright.eval.runner import open_corpus_store
+
+    return {"store": open_corpus_store(str(data / job["corpus"]))} if job.get("corpus") else None
+
+
 def _eval_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, profiles: dict[str, str]) -> None:
     from contextwright.eval import load_queries
     from contextwright.eval.reader import evaluate_reader
-    from contextwright.eval.runner import open_corpus_store
 
     queries = load_queries(str(data / job["eval"]), limit=job.get("limit"))
     strategies = [profiles.get(s[1:], s) if s.startswith("@") else s for s in job["strategies"]]
-    store = {"store": open_corpus_store(str(data / job["corpus"]))} if job.get("corpus") else None
+    store = _store(job, data)
     result = evaluate_reader(
         queries,
         strategies,
@@ -117,11 +123,10 @@ def _fit_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, start: 
     from contextwright.eval import load_queries
     from contextwright.eval.fit import fit_profile
     from contextwright.eval.fit_report import write_fit_html, write_profile
-    from contextwright.eval.runner import open_corpus_store
 
     queries = load_queries(str(data / job["fit"]), limit=job.get("limit"))
     space = {k: tuple(v) for k, v in job.get("space", {}).items()} or None
-    resources = {"store": open_corpus_store(str(data / job["corpus"]))} if job.get("corpus") else None
+    resources = _store(job, data)
     fitted = fit_profile(
         queries,
         reader=reader,

@@ -293,3 +293,28 @@ def test_every_shipped_profile_loads_as_a_preset_and_sends_at_most_its_ceiling(p
         ctx = contextwright.assemble("what is the value?", CHUNKS, preset=str(profile), budget=budget)
         assert ctx.tokens <= min([budget, *ceilings])
         assert _accounted(ctx) == {c["id"] for c in CHUNKS}
+
+
+def test_a_fit_in_which_every_request_failed_raises_instead_of_choosing(queries: Any, tmp_path: Path) -> None:
+    """Offline over a cache that holds nothing under this label: nothing was measured, so no setting
+    is chosen (a search scored on failures would pick by token counts alone)."""
+    from contextwright.core.errors import LLMError
+
+    with (
+        Reader(
+            "http://127.0.0.1:9/v1",
+            model="m",
+            cache=tmp_path / "empty.sqlite",
+            cache_endpoint="engine-x",
+            offline=True,
+        ) as reader,
+        pytest.raises(LLMError, match="no profile was written") as err,
+    ):
+        fit_profile(
+            queries[:8],
+            reader=reader,
+            budgets=(200,),
+            min_per_part=2,
+            space={"amount": ("fill", "cap:100")},
+        )
+    assert "'engine-x'" in str(err.value) and "offline" in str(err.value)

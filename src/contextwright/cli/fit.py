@@ -149,25 +149,7 @@ def fit_cmd(
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
         fail(str(exc))
-    _refuse_unmeasured(result, offline=reader_offline)
     _publish(result, out=out, json_out=json_out, html_out=html_out)
-
-
-def _refuse_unmeasured(result: Any, *, offline: bool) -> None:
-    """Exit without writing a profile when every reader request failed: nothing was measured."""
-    meta = result.meta
-    if not meta.get("requests") or meta.get("failed", 0) < meta["requests"]:
-        return
-    why = (
-        "with --reader-offline the replies must be in --reader-cache under the label, model and "
-        f"--reader-max-tokens they were cached with (label now {meta.get('endpoint')!r}, model "
-        f"{meta.get('model')!r}; --reader-cache-label names the label)"
-        if offline
-        else "see the errors above and check --reader, --reader-model and the key"
-    )
-    fail(
-        f"every one of the {meta['requests']} reader requests failed, so nothing was measured and no profile was written: {why}."
-    )
 
 
 def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:

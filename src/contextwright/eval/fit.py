@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextwright.core.errors import ConfigError
+from contextwright.core.errors import ConfigError, LLMError
 from contextwright.eval.data import EvalQuery
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
 from contextwright.eval.metrics import answer_in_text, mcnemar_exact, paired_bootstrap_delta
@@ -371,7 +371,8 @@ def fit_profile(
 
     Raises:
         ConfigError: too few labelled queries (saying how many are needed), a bad budget or knob value.
-        LLMError: when the reader endpoint cannot be used.
+        LLMError: when the reader endpoint cannot be used, or every request failed (offline: none
+            was in the cache).
     """
     if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
         raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
@@ -410,6 +411,7 @@ def fit_profile(
         setting = dict(raced[best].setting)
     config = candidate_config(setting, prior=prior)
     confirmations = _confirm(asker, config, confirm)
+    _check_measured(asker, reader)
     meta = {
         "model": reader.model,
         "endpoint": reader.cache_endpoint,
@@ -428,6 +430,23 @@ def fit_profile(
         "move_on": move_on,
     }
     return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
+
+
+def _check_measured(asker: _Asker, reader: Reader) -> None:
+    """Raise when every request failed: a search scored on failures measured nothing."""
+    if not asker.asked or asker.failed < asker.asked:
+        return
+    why = (
+        "the reader is offline, so the replies must be in its cache under the label, model and "
+        f"max_tokens they were cached with (label now {reader.cache_endpoint!r}, model {reader.model!r}; "
+        "--reader-cache-label names the label)"
+        if reader.offline
+        else "check the endpoint, the model name and the key"
+    )
+    raise LLMError(
+        f"every one of the {asker.asked} reader requests failed, so nothing was measured and no "
+        f"profile was written: {why}."
+    )
 
 
 def _confirm(asker: _Asker, config: Mapping[str, Any], queries: Sequence[EvalQuery]) -> list[Confirmation]:

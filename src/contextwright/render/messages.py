@@ -102,7 +102,7 @@ def check_prompt(value: Any) -> str:
     Raises:
         ConfigError: naming the value and the names, with loc ``("prompt",)``.
     """
-    if isinstance(value, str) and (value in _CITED or (value.strip() and len(value.split()) > 1)):
+    if isinstance(value, str) and (value in _CITED or len(value.split()) > 1):
         return value
     hint = did_you_mean(value, PROMPT_NAMES) if isinstance(value, str) else ""
     raise ConfigError(
