@@ -318,3 +318,48 @@ def test_a_fit_in_which_every_request_failed_raises_instead_of_choosing(queries:
             space={"amount": ("fill", "cap:100")},
         )
     assert "'engine-x'" in str(err.value) and "offline" in str(err.value)
+
+
+def test_a_failed_confirmation_request_writes_no_profile_and_a_rerun_asks_only_it(
+    queries: Any, tmp_path: Path
+) -> None:
+    """A failed reply is scored wrong: in the confirmation it would skew the published figure, so the
+    fit refuses (a failure in the race only counts in ``meta``); the re-run finds every other reply
+    cached and asks the failed question alone."""
+    from contextwright.core.errors import LLMError
+
+    from .test_reader import ChatServer, reply
+
+    picked = queries[:8]
+    _, confirm = split_queries(picked, 0.5)
+    broken = confirm[0].question
+    down = {"on": True}
+
+    def script(body: dict[str, Any]) -> tuple[int, Any]:
+        user = body["messages"][-1]["content"]
+        if down["on"] and user.endswith(f"Question: {broken}"):
+            return 400, {"error": {"message": "scripted failure"}}
+        return reply("I do not know.")
+
+    server = ChatServer(script)
+    options: dict[str, Any] = {
+        "budgets": (200,),
+        "min_per_part": 2,
+        "space": {"amount": ("fill", "cap:100")},
+    }
+    try:
+        with (
+            Reader(server.base_url, model="m", cache=tmp_path / "c.sqlite", cache_endpoint="scripted") as rd,
+            pytest.raises(LLMError, match=r"2 of the 8 confirmation requests failed") as err,
+        ):
+            fit_profile(picked, reader=rd, **options)
+        assert "no profile was written" in str(err.value) and "only the failed ones" in str(err.value)
+        sent = len(server.asked())
+        down["on"] = False
+        with Reader(server.base_url, model="m", cache=tmp_path / "c.sqlite", cache_endpoint="scripted") as rd:
+            result = fit_profile(picked, reader=rd, **options)
+        again = server.asked()[sent:]
+        assert [r["messages"][-1]["content"].endswith(f"Question: {broken}") for r in again] == [True, True]
+        assert result.meta["failed"] == 0 and len(result.confirmations) == 1
+    finally:
+        server.close()
