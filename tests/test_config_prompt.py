@@ -137,9 +137,9 @@ def test_eval_asks_the_reader_with_the_profiles_prompt(tmp_path: Path) -> None:
 
 def test_fit_races_the_prompt_when_asked_and_writes_it_into_the_profile() -> None:
     assert "prompt" not in candidate_config(START)  # the default setting: configs as before
-    assert label(START) == "fill ends containment lean"
+    assert label(START) == "fill ends saves-containment lean"
     strict = candidate_config({**START, "prompt": "strict"})
-    assert strict["prompt"] == "strict" and strict["name"] == "fill ends containment lean strict"
+    assert strict["prompt"] == "strict" and strict["name"] == "fill ends saves-containment lean strict"
     assert pipeline_from_config(strict).prompt == "strict"
     assert parse_space([])["prompt"] == ("default",)  # fixed unless asked: the default search's cost
     assert parse_space(["prompt=default,strict,soft"])["prompt"] == ("default", "strict", "soft")

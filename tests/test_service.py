@@ -91,10 +91,13 @@ CHUNKS_BY_ID = {c["id"]: c for c in CHUNKS}
 
 
 def test_assemble_reports_every_drop_with_its_reason(client: TestClient) -> None:
-    body = client.post("/v1/assemble", json={"query": "q", "chunks": CHUNKS, "budget": 25}).json()
+    # qa dedups after its budget: the copy (c) fits 60 tokens and is then dropped as a duplicate;
+    # a long chunk ranked last does not fit
+    long = {"id": "long", "text": "A long low-ranked passage about radiation. " * 20, "score": 0.1}
+    body = client.post("/v1/assemble", json={"query": "q", "chunks": [*CHUNKS, long], "budget": 60}).json()
     kept = {i for c in body["citations"] for i in c["chunk_ids"]}
     dropped = {d["chunk_id"]: d["reason"] for s in body["report"]["stages"] for d in s["dropped"]}
-    assert kept | set(dropped) == set(CHUNKS_BY_ID)
+    assert kept | set(dropped) == {*CHUNKS_BY_ID, "long"}
     assert dropped["c"] == "duplicate_of"
     assert "over_budget" in dropped.values()
 

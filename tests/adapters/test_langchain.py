@@ -130,10 +130,12 @@ def test_transformer_drops_the_exact_duplicate_and_fits_the_budget(docs: list[Do
     ids = [d.id for d in out]
     assert "roentgen-1" in ids
     assert "roentgen-copy" not in ids
-    # relevance order, what fits 160 tokens (the last one cut to its best sentences)
-    assert ids == ["roentgen-1", "nobel-1901", "hand-photo", "curie"]
+    # relevance order, what fits 160 tokens (the last one cut to its best sentences); qa dedups
+    # after its cut, so the copy's tokens are saved, not refilled with the next document (curie)
+    assert ids == ["roentgen-1", "nobel-1901", "hand-photo"]
     ctx = transformer.assemble(docs, query=QUERY)
     assert len(cl100k.encode(ctx.text)) <= 160
+    assert {d.chunk_id: d.reason for d in ctx.report.dropped}["roentgen-copy"] == "duplicate_of"
     assert [d.id for d in to_documents(ctx)] == ids
 
 

@@ -91,7 +91,10 @@ def test_dedup_that_saves_does_not_refill_the_budget_with_lower_ranked_text() ->
     copy = {"id": "copy", "text": CHUNKS[0]["text"], "score": 0.95}
     chunks = [CHUNKS[0], copy, *CHUNKS[1:]]
     refill = contextwright.assemble(
-        "value?", chunks, preset=candidate_config({**START, "amount": "cap:250"}), budget=1000
+        "value?",
+        chunks,
+        preset=candidate_config({**START, "amount": "cap:250", "dedup": "containment"}),
+        budget=1000,
     )
     saves = contextwright.assemble(
         "value?",
@@ -189,8 +192,8 @@ def test_expand_on_fetches_the_neighbours_from_a_real_store_before_dedup(tmp_pat
     config = candidate_config({**START, "expand": "on"})
     assert config["stages"][0] == {"type": "expand", "window": 1}
     assert config["stages"][1:] == candidate_config(START)["stages"]
-    assert label({**START, "expand": "on"}) == "fill ends containment +expand lean"
-    assert label(START) == "fill ends containment lean"  # off: labels as before the knob
+    assert label({**START, "expand": "on"}) == "fill ends saves-containment +expand lean"
+    assert label(START) == "fill ends saves-containment lean"  # off: labels as before the knob
     with SQLiteStore(tmp_path / "corpus.db") as store:
         store.load(corpus)
         ctx = contextwright.assemble("value?", hits, preset=config, budget=500, store=store)

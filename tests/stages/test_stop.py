@@ -109,12 +109,15 @@ def test_bounds_refuse_a_huge_floor() -> None:
         RelevanceStop(min_tokens=10**9)
 
 
-def test_frugal_is_qa_with_the_stop_right_before_the_budget() -> None:
+def test_frugal_is_qa_with_the_stop_right_before_the_budget_and_its_dedup_first() -> None:
+    """frugal keeps the stages it was measured with (dedup, then the stop, then qa's budget and
+    order); qa dedups after its budget since stop 37, which was not measured with the stop."""
     assert "frugal" in list_presets()
     qa = [s["type"] for s in get_preset("qa")["stages"]]
     frugal = [s["type"] for s in get_preset("frugal")["stages"]]
-    at = qa.index("token_budget")
-    assert frugal == [*qa[:at], "relevance_stop", *qa[at:]]
+    dedup = ["exact_dedup", "containment_dedup"]
+    assert qa == ["token_budget", *dedup, "lost_in_the_middle_order"]
+    assert frugal == [*dedup, "relevance_stop", *(t for t in qa if t not in dedup)]
     assert get_preset("frugal")["format"] == get_preset("qa")["format"]
 
 

@@ -34,7 +34,7 @@ the readers measured so far, framing least):
   it. Fixed at ``default`` unless ``--knob prompt=default,strict,soft``.
 
 The starting setting is the ``qa`` preset's (``fill``, ``ends``,
-``containment``, ``lean``), so the search can only move away from the
+``saves-containment``, ``lean``), so the search can only move away from the
 default by measuring something better.
 
 Example:
@@ -68,7 +68,7 @@ KNOBS = ("amount", "order", "dedup", "expand", "framing", "prompt")
 START: dict[str, str] = {
     "amount": "fill",
     "order": "ends",
-    "dedup": "containment",
+    "dedup": "saves-containment",
     "expand": "off",
     "framing": "lean",
     "prompt": "default",
