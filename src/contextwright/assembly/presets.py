@@ -128,7 +128,8 @@ def _frugal(qa: Mapping[str, Any]) -> dict[str, Any]:
         *(s for s in out["stages"] if s["type"] not in ("exact_dedup", "containment_dedup")),
     ]
     out["description"] = (
-        "qa with the budget as a ceiling: after a 200-token floor, stop at the first chunk whose "
+        "qa's framing and order with exact and containment dedup first and the budget as a ceiling: after a "
+        "200-token floor, stop at the first chunk whose "
         "score, normalised per list (top 1, lowest 0), is under 0.2 (reason below_relevance); "
         "fewer tokens for about the same answers."
     )
