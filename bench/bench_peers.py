@@ -123,27 +123,22 @@ def haystack() -> Fit:
     return fit
 
 
-def preset(name: str, budgets: list[int]) -> Fit:
-    """The preset seeing each list for the first time: the peers keep nothing between calls, and
-    contextwright's caches would otherwise hold the query from the last pass, the other budget's
-    call or the other preset's (every pass after the first then timed a repeat)."""
+def preset(name: str, budgets: list[int]) -> tuple[Fit, Callable[[int], None]]:
+    """The preset's fit, and what makes it see the next list for the first time (called before the
+    timer starts): the peers keep nothing between calls, and contextwright's caches would otherwise
+    hold the query from the last pass, the other budget's call or the other preset's (every pass
+    after the first then timed a repeat)."""
     # Its own tokenizer (and so its own token cache) per budget, cleared with the assembler.
     assemblers = {b: Assembler(name, budget=b, tokenizer=TiktokenTokenizer("cl100k_base")) for b in budgets}
 
     def fit(q: dict[str, Any], budget: int) -> str:
-        asm = assemblers[budget]
+        return assemblers[budget].assemble(q["question"], q["chunks"]).text
+
+    def forget(budget: int) -> None:
         caches.clear_all(per_object=False)  # the process's text caches (keys, profiles, plans)
-        asm.clear_caches()  # its token counts and rendered bodies
-        start = time.perf_counter()
-        text = asm.assemble(q["question"], q["chunks"]).text
-        _own_time[0] = time.perf_counter() - start
-        return text
+        assemblers[budget].clear_caches()  # its token counts and rendered bodies
 
-    return fit
-
-
-#: The last preset call's own time (the cache clearing before it is not the preset's).
-_own_time = [0.0]
+    return fit, forget
 
 
 def main() -> None:
@@ -160,9 +155,10 @@ def main() -> None:
         "langchain": langchain(enc),
         "llamaindex": llamaindex(enc),
         "haystack": haystack(),
-        "qa": preset("qa", budgets),
-        "frugal": preset("frugal", budgets),
     }
+    forget: dict[str, Callable[[int], None]] = {}
+    for name in PRESETS:
+        contenders[name], forget[name] = preset(name, budgets)
     names = list(contenders)
     best: dict[tuple[str, int], list[float]] = {
         (n, b): [float("inf")] * len(queries) for n in names for b in budgets
@@ -173,10 +169,11 @@ def main() -> None:
             for budget in budgets:
                 for k in range(len(names)):
                     name = names[(i + k) % len(names)]
+                    if name in forget:
+                        forget[name](budget)
                     start = time.perf_counter()
                     text = contenders[name](q, budget)
-                    took = time.perf_counter() - start
-                    ms = 1000 * (_own_time[0] if name in PRESETS else took)
+                    ms = 1000 * (time.perf_counter() - start)
                     best[name, budget][i] = min(best[name, budget][i], ms)
                     out[name, budget][i] = text
     # The presets as a stream too: each (preset, budget) alone over the distinct queries, one fresh

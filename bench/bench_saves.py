@@ -16,11 +16,11 @@ Run (a llama.cpp server, or any OpenAI-compatible endpoint):
 from __future__ import annotations
 
 import argparse
-import random
-from math import comb
+from typing import Any
 
 from contextwright import Assembler, get_preset
 from contextwright.eval import load_queries
+from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader import Reader, evaluate_reader
 from contextwright.eval.strategies import PipelineStrategy
 
@@ -73,28 +73,24 @@ def main() -> None:
             closed_book=False,
             oracle=False,
         )
-    got: dict[str, dict[str, object]] = {}
+    got: dict[str, dict[str, Any]] = {}
     for ans in res.answers:
         got.setdefault(ans.query_id, {})[ans.strategy] = ans
-    diffs, bare, failed = [], {BEFORE["name"]: 0, after["name"]: 0}, 0
-    for pair in got.values():
-        x, y = pair[BEFORE["name"]], pair[after["name"]]
-        failed += (not x.ok) + (not y.ok)  # type: ignore[attr-defined]
-        diffs.append(int(bool(y.correct)) - int(bool(x.correct)))  # type: ignore[attr-defined]
-        for name, ans in pair.items():
-            bare[name] += bool(ans.bare)  # type: ignore[attr-defined]
-    n = len(queries)
-    diffs += [0] * (n - len(diffs))
-    rng = random.Random(0)
-    boots = sorted(sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(2000))
-    worse, better = diffs.count(-1), diffs.count(1)
-    k, m = min(worse, better), worse + better
-    p = min(1.0, 2 * sum(comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
+    pairs = [(pair[BEFORE["name"]], pair[after["name"]]) for pair in got.values()]
+    # The questions whose contexts are the same send the same messages: ties, whatever the reply.
+    ties = [False] * (len(queries) - len(pairs))
+    before = [bool(x.correct) for x, _ in pairs] + ties
+    now = [bool(y.correct) for _, y in pairs] + ties
+    delta, low, high = paired_bootstrap_delta(before, now) or (0.0, 0.0, 0.0)
+    worse = sum(1 for x, y in zip(before, now, strict=True) if x and not y)
+    better = sum(1 for x, y in zip(before, now, strict=True) if y and not x)
+    failed = sum((not x.ok) + (not y.ok) for x, y in pairs)
     print(
-        f"after - before the cut: {100 * sum(diffs) / n:+.1f} points "
-        f"[{100 * boots[50]:+.1f}, {100 * boots[1949]:+.1f}] (95 % paired bootstrap, n = {n}), McNemar p {p:.3f}; "
-        f"right only before {worse}, only after {better}; bare citations before {bare[BEFORE['name']]}, "
-        f"after {bare[after['name']]} (of {len(differ)}); failed requests {failed}"
+        f"after - before the cut: {100 * delta:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}] "
+        f"(95 % paired bootstrap, n = {len(queries)}), McNemar p {mcnemar_exact(worse, better):.3f}; "
+        f"right only before {worse}, only after {better}; bare citations before "
+        f"{sum(x.bare for x, _ in pairs)}, after {sum(y.bare for _, y in pairs)} (of {len(differ)}); "
+        f"failed requests {failed}"
     )
 
 

@@ -41,26 +41,6 @@ def _stamp(start: float) -> str:
     return f"[{time.perf_counter() - start:7.1f} s]"
 
 
-def _summaries(result: Any) -> list[dict[str, Any]]:
-    rows = []
-    for s in result.summaries:
-        rows.append(
-            {
-                "strategy": s.strategy,
-                "budget": s.budget,
-                "answered": s.answered,
-                "accuracy": s.accuracy,
-                "delta": s.delta,
-                "delta_low": s.delta_low,
-                "delta_high": s.delta_high,
-                "p_value": s.p_value,
-                "tokens_mean": s.tokens_mean,
-                "bare_share": s.bare_share,
-            }
-        )
-    return rows
-
-
 def _line(row: dict[str, Any]) -> str:
     acc = "-" if row["accuracy"] is None else f"{100 * row['accuracy']:.1f}"
     delta = ""
@@ -112,7 +92,7 @@ def _eval_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, profil
         closed_book=job.get("closed_book", False),
         oracle=job.get("oracle", False),
     )
-    rows = _summaries(result)
+    rows = [summary.to_dict() for summary in result.summaries]
     (out / f"{job['name']}.json").write_text(json.dumps({"job": job, "summaries": rows}, indent=1))
     for row in rows:
         print(_line(row), flush=True)

@@ -152,10 +152,14 @@ def _order(value: str, prior: Mapping[str, Any] | str | None) -> dict[str, Any]:
                 loc=("order",),
             )
         return {"type": "prior_order", "prior": prior if isinstance(prior, str) else dict(prior)}
-    raise ConfigError(
-        f"order {value!r} is not a setting.{did_you_mean(value, ('first', 'last', 'ends', 'prior'))} "
-        "Use first, last, ends or prior.",
-        loc=("order",),
+    raise _not_a_setting("order", value, ("first", "last", "ends", "prior"))
+
+
+def _not_a_setting(knob: str, value: str, allowed: Sequence[str], note: str = "") -> ConfigError:
+    """The error for a knob value outside ``allowed``: the knob, the value, the nearest value, all of them."""
+    listed = f"{', '.join(allowed[:-1])} or {allowed[-1]}" if len(allowed) > 1 else allowed[0]
+    return ConfigError(
+        f"{knob} {value!r} is not a setting.{did_you_mean(value, allowed)} Use {listed}{note}.", loc=(knob,)
     )
 
 
@@ -172,31 +176,15 @@ def candidate_config(
     if missing:
         raise ConfigError(f"setting {dict(setting)!r} lacks {', '.join(missing)}.")
     dedup = setting["dedup"]
-    if dedup not in _DEDUP and dedup not in _SAVES:
-        raise ConfigError(
-            f"dedup {dedup!r} is not a setting.{did_you_mean(dedup, [*_DEDUP, *_SAVES])} Use none, exact, "
-            "containment, saves-exact or saves-containment.",
-            loc=("dedup",),
-        )
+    for knob, allowed, note in (
+        ("dedup", (*_DEDUP, *_SAVES), ""),
+        ("framing", _FORMATS, ""),
+        ("prompt", PROMPT_NAMES, ""),
+        ("expand", EXPAND, " (on needs a chunk store: fit --corpus FILE)"),
+    ):
+        if setting[knob] not in allowed:
+            raise _not_a_setting(knob, setting[knob], allowed, note)
     framing = setting["framing"]
-    if framing not in _FORMATS:
-        raise ConfigError(
-            f"framing {framing!r} is not a setting.{did_you_mean(framing, _FORMATS)} "
-            "Use lean, numbered or minimal.",
-            loc=("framing",),
-        )
-    if setting["prompt"] not in PROMPT_NAMES:
-        raise ConfigError(
-            f"prompt {setting['prompt']!r} is not a setting.{did_you_mean(setting['prompt'], PROMPT_NAMES)} "
-            f"Use {', '.join(PROMPT_NAMES)}.",
-            loc=("prompt",),
-        )
-    if setting["expand"] not in EXPAND:
-        raise ConfigError(
-            f"expand {setting['expand']!r} is not a setting.{did_you_mean(setting['expand'], EXPAND)} "
-            "Use off or on (on needs a chunk store: fit --corpus FILE).",
-            loc=("expand",),
-        )
     before, budget = _amount(setting["amount"])
     first = [{"type": "expand", "window": 1}] if setting["expand"] == "on" else []
     first += [dict(s) for s in _DEDUP.get(dedup, [])]
