@@ -1,7 +1,9 @@
 """Dedup before the budget's cut (what a copy frees is refilled) against after it (saved), with a reader.
 
 `qa` dedups after its budget since stop 37 (docs/quality.md, "`qa` dedups after the cut"). This is
-the measurement behind that change: on every question of the data, both settings are assembled;
+the measurement behind that change, for `qa` or any preset (`--preset`): its dedup stages
+(exact, overlap, containment, near) are placed, in their order, just before its `token_budget`
+and just after it, the rest of its stages unchanged. On every question of the data, both are assembled;
 where the two contexts are the same, both send the same messages and get the same reply (a tie),
 so only the questions whose contexts differ are asked, with both settings, through the reader's
 reply cache. Prints the difference over all questions with its 95 % paired bootstrap interval and
@@ -24,23 +26,41 @@ from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader import Reader, evaluate_reader
 from contextwright.eval.strategies import PipelineStrategy
 
-#: ``qa`` as it was until stop 37: dedup before the budget.
-BEFORE = {
-    "name": "dedup-before-the-cut",
-    "stages": [
-        {"type": "exact_dedup"},
-        {"type": "containment_dedup"},
-        {"type": "token_budget", "policy": "fill"},
-        {"type": "lost_in_the_middle_order"},
-    ],
-    "format": "lean",
-}
+#: The stages that drop or strip copies: what they free is refilled before the cut, saved after it.
+DEDUP = ("exact_dedup", "overlap_dedup", "containment_dedup", "near_dedup")
+
+
+def placed(config: dict[str, Any], where: str) -> dict[str, Any]:
+    """``config`` with its dedup stages, in their order, ``before`` or just ``after`` its budget; a
+    preset whose dedup is already on that side is returned as it is (its own stage order).
+
+    Example: ``qa`` (budget, exact, containment, order) placed ``before`` is ``qa`` as it was
+    until stop 37 (exact, containment, budget, order); ``tight`` placed ``after`` is compress,
+    budget, exact, overlap, containment, order.
+    """
+    stages = config["stages"]
+    types = [s["type"] for s in stages]
+    cut = types.index("token_budget")
+    dedup = [s for s in stages if s["type"] in DEDUP]
+    side = (
+        all(t not in DEDUP for t in types[cut:])
+        if where == "before"
+        else all(t not in DEDUP for t in types[:cut])
+    )
+    if not side:
+        rest = [s for s in stages if s["type"] not in DEDUP]
+        at = next(i for i, s in enumerate(rest) if s["type"] == "token_budget") + (where == "after")
+        stages = rest[:at] + dedup + rest[at:]
+    return {**config, "name": f"dedup-{where}-the-cut", "stages": stages}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("data")
     ap.add_argument("--budget", type=int, default=500)
+    ap.add_argument(
+        "--preset", default="qa", help="the preset whose dedup is placed before and after its cut"
+    )
     ap.add_argument("--reader", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--cache", required=True)
@@ -48,14 +68,17 @@ def main() -> None:
     ap.add_argument("--offline", action="store_true", help="answer from the cache alone")
     ap.add_argument("--max-tokens", type=int, default=24)
     args = ap.parse_args()
-    after = {**get_preset("qa"), "name": "dedup-after-the-cut"}
+    before = placed(get_preset(args.preset), "before")
+    after = placed(get_preset(args.preset), "after")
     queries = load_queries(args.data)
-    a = Assembler(BEFORE, budget=args.budget, tokenizer="cl100k_base")
+    a = Assembler(before, budget=args.budget, tokenizer="cl100k_base")
     b = Assembler(after, budget=args.budget, tokenizer="cl100k_base")
     differ = [
         q for q in queries if a.assemble(q.question, q.chunks).text != b.assemble(q.question, q.chunks).text
     ]
-    print(f"{len(queries)} questions, {len(differ)} with different contexts at {args.budget} tokens")
+    print(
+        f"{args.preset}: {len(queries)} questions, {len(differ)} with different contexts at {args.budget} tokens"
+    )
     with Reader(
         args.reader,
         model=args.model,
@@ -67,7 +90,7 @@ def main() -> None:
     ) as reader:
         res = evaluate_reader(
             differ,
-            [PipelineStrategy(BEFORE["name"], BEFORE), PipelineStrategy(after["name"], after)],
+            [PipelineStrategy(before["name"], before), PipelineStrategy(after["name"], after)],
             [args.budget],
             reader=reader,
             closed_book=False,
@@ -76,7 +99,7 @@ def main() -> None:
     got: dict[str, dict[str, Any]] = {}
     for ans in res.answers:
         got.setdefault(ans.query_id, {})[ans.strategy] = ans
-    pairs = [(pair[BEFORE["name"]], pair[after["name"]]) for pair in got.values()]
+    pairs = [(pair[before["name"]], pair[after["name"]]) for pair in got.values()]
     # The questions whose contexts are the same send the same messages: ties, whatever the reply.
     ties = [False] * (len(queries) - len(pairs))
     before = [bool(x.correct) for x, _ in pairs] + ties

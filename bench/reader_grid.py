@@ -15,7 +15,9 @@ logged and skipped, not fatal.
 A plan is JSON: a list of jobs, each ``{"name": ..., "eval"|"fit": data file,
 ...}`` with ``strategies`` and ``budgets`` (eval), or ``budgets``, ``space``
 (knob -> values), ``corpus`` (a chunk corpus: the ``expand`` knob) and
-``min_per_part`` and ``move_on`` (fit, default ``leader``). Relative paths
+``min_per_part``, ``move_on`` (fit, default ``leader``) and ``step`` (fit, default
+50: the lease's plans were raced in steps of 50, before ``fit``'s default became 25,
+and re-run offline they must ask the same requests). Relative paths
 are read against ``--data``. ``bench/plans/issue32_*.json`` are the plans of
 issue 32's H200 lease (``bench/plans/issue32_lease.sh`` drove it: weights
 shipped in 60 MB parts, both models' plans run side by side in the
@@ -117,6 +119,7 @@ def _fit_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, start: 
         progress=_progress(start),
         data_name=Path(job["fit"]).name,
         move_on=job.get("move_on", "leader"),
+        step=job.get("step", 50),
     )
     toml = out / f"{job['name']}.toml"
     write_profile(fitted, toml)
