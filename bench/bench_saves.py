@@ -13,6 +13,9 @@ Run (a llama.cpp server, or any OpenAI-compatible endpoint):
     python bench/bench_saves.py ../shared/data/nq_bm25_confirm500.jsonl.gz --budget 500 \\
         --reader http://127.0.0.1:8765/v1 --model smollm2-135m-instruct \\
         --cache reader.sqlite --label llama.cpp:SmolLM2-135M-Instruct.Q4_1.gguf [--offline]
+    # another preset; documents expands from a chunk store:
+    python bench/bench_saves.py ../shared/data/nq_mirrors_dev300.jsonl.gz --preset documents \
+        --corpus ../shared/data/nq_mirrors_corpus.jsonl.gz --budget 300 --reader ... --model ...
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from contextwright import Assembler, get_preset
 from contextwright.eval import load_queries
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader import Reader, evaluate_reader
+from contextwright.eval.runner import open_corpus_store
 from contextwright.eval.strategies import PipelineStrategy
 
 #: The stages that drop or strip copies: what they free is refilled before the cut, saved after it.
@@ -61,6 +65,7 @@ def main() -> None:
     ap.add_argument(
         "--preset", default="qa", help="the preset whose dedup is placed before and after its cut"
     )
+    ap.add_argument("--corpus", default=None, help="chunk corpus JSONL(.gz): the store that expand reads")
     ap.add_argument("--reader", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--cache", required=True)
@@ -71,8 +76,9 @@ def main() -> None:
     before = placed(get_preset(args.preset), "before")
     after = placed(get_preset(args.preset), "after")
     queries = load_queries(args.data)
-    a = Assembler(before, budget=args.budget, tokenizer="cl100k_base")
-    b = Assembler(after, budget=args.budget, tokenizer="cl100k_base")
+    resources = {"store": open_corpus_store(args.corpus)} if args.corpus else {}
+    a = Assembler(before, budget=args.budget, tokenizer="cl100k_base", **resources)
+    b = Assembler(after, budget=args.budget, tokenizer="cl100k_base", **resources)
     differ = [
         q for q in queries if a.assemble(q.question, q.chunks).text != b.assemble(q.question, q.chunks).text
     ]
@@ -95,6 +101,7 @@ def main() -> None:
             reader=reader,
             closed_book=False,
             oracle=False,
+            resources=resources,
         )
     got: dict[str, dict[str, Any]] = {}
     for ans in res.answers:
