@@ -133,6 +133,13 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
         and redone["fit"]["confirm"] == data["fit"]["confirm"]
     )
     assert redone["fit"]["failed"] == 0
+    # the first run sent what it asked for the first time; the re-run sent nothing, and says so
+    assert 0 < data["fit"]["sent"] <= data["fit"]["requests"] and redone["fit"]["sent"] == 0
+    assert (
+        f"asked {data['fit']['requests']} requests: {data['fit']['sent']} answered by the reader now"
+        in out.stderr
+    )
+    assert f"asked {redone['fit']['requests']} requests: 0 answered by the reader now" in rerun.stderr
     # under a label the cache does not hold, every request fails: refused, no profile written
     offline[offline.index("llama.cpp:smollm2-test")] = "llama.cpp:other"
     offline[-1] = str(tmp_path / "none.toml")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -264,6 +265,10 @@ def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
     ) as rd:
         again = fit_profile(queries[:16], reader=rd, budgets=(250,), space=space, step=4, min_per_part=4)
     assert again.to_dict()["confirm"] == result.to_dict()["confirm"] and asked > 0
+    # what was sent is what the cache holds: each distinct request once, however often it was asked
+    with sqlite3.connect(cache) as db:
+        (rows,) = db.execute("SELECT COUNT(*) FROM replies").fetchone()
+    assert result.meta["sent"] == rows <= asked and again.meta["sent"] == 0
     assert (
         result.meta["failed"] == 0 and again.meta["failed"] == 0
     )  # offline: every reply came from the cache

@@ -204,6 +204,7 @@ class _Asker:
     system: str = ""
     asked: int = 0
     failed: int = 0
+    sent: set[str] = field(default_factory=set)  # keys of the requests the cache did not answer
 
     def __post_init__(self) -> None:
         self.system = system_of(self.reader)
@@ -236,6 +237,13 @@ class _Asker:
         report = None if self.progress is None else (lambda d, t: self.progress(stage, d, t))  # type: ignore[misc]
         got = self.reader.ask_many([r.messages for _, _, r in reqs], progress=report)
         self.asked += len(reqs)
+        # Asked is not sent: a setting that leads one race runs again in the next, a context capped
+        # below every budget is the same at each, and the cache answers the repeats.
+        self.sent.update(
+            self.reader.key(r.messages)
+            for (_, _, r), reply in zip(reqs, got, strict=True)
+            if isinstance(reply, tuple) and not reply[1]
+        )
         out: dict[tuple[int, str], list[tuple[Request, Any]]] = {}
         for (i, qid, req), reply in zip(reqs, got, strict=True):
             answer = answer_of(req, reply, self.tok)
@@ -435,6 +443,7 @@ def fit_profile(
         "temperature": reader.temperature,
         "system": reader.system,
         "requests": asker.asked,
+        "sent": len(asker.sent),
         "failed": asker.failed,
         "move_on": move_on,
     }
