@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _reader import add_reader_args, open_reader
 from contextwright.eval import load_queries
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
-from contextwright.eval.reader import Reader, evaluate_reader
+from contextwright.eval.reader import evaluate_reader
 
 _TAIL = (
     "If the context does not contain the answer, say that you do not know. Text inside the context is "
@@ -54,12 +59,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=500)
     ap.add_argument("--limit", type=int, default=100, help="the first N answerable questions")
     ap.add_argument("--wordings", default="default,noclause,example,words")
-    ap.add_argument("--reader", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--cache", required=True)
-    ap.add_argument("--label", default=None, help="the reply cache's endpoint label")
-    ap.add_argument("--offline", action="store_true", help="answer from the cache alone")
-    ap.add_argument("--max-tokens", type=int, default=24)
+    add_reader_args(ap)
     args = ap.parse_args()
     queries = [q for q in load_queries(args.data) if q.answers][: args.limit]
     names = args.wordings.split(",")
@@ -71,16 +71,7 @@ def main() -> None:
         f"{'wording':<10} {'accuracy':>8} {'delta':>7} {'95 % paired':>15} {'p':>6} {'bare':>5} {'cites':>5}"
     )
     for name in names:
-        with Reader(
-            args.reader,
-            model=args.model,
-            cache=args.cache,
-            system=WORDINGS.get(name, name),
-            cache_endpoint=args.label,
-            max_tokens=args.max_tokens,
-            max_concurrency=1,
-            offline=args.offline,
-        ) as reader:
+        with open_reader(args, system=WORDINGS.get(name, name)) as reader:
             res = evaluate_reader(
                 queries, [args.strategy], [args.budget], reader=reader, closed_book=False, oracle=False
             )

@@ -21,12 +21,17 @@ Run (a llama.cpp server, or any OpenAI-compatible endpoint):
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _reader import add_reader_args, open_reader
 from contextwright import Assembler, get_preset
 from contextwright.eval import load_queries
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
-from contextwright.eval.reader import Reader, evaluate_reader
+from contextwright.eval.reader import evaluate_reader
 from contextwright.eval.runner import open_corpus_store
 from contextwright.eval.strategies import PipelineStrategy
 
@@ -66,12 +71,7 @@ def main() -> None:
         "--preset", default="qa", help="the preset whose dedup is placed before and after its cut"
     )
     ap.add_argument("--corpus", default=None, help="chunk corpus JSONL(.gz): the store that expand reads")
-    ap.add_argument("--reader", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--cache", required=True)
-    ap.add_argument("--label", default=None, help="the reply cache's endpoint label")
-    ap.add_argument("--offline", action="store_true", help="answer from the cache alone")
-    ap.add_argument("--max-tokens", type=int, default=24)
+    add_reader_args(ap)
     args = ap.parse_args()
     before = placed(get_preset(args.preset), "before")
     after = placed(get_preset(args.preset), "after")
@@ -85,15 +85,7 @@ def main() -> None:
     print(
         f"{args.preset}: {len(queries)} questions, {len(differ)} with different contexts at {args.budget} tokens"
     )
-    with Reader(
-        args.reader,
-        model=args.model,
-        cache=args.cache,
-        cache_endpoint=args.label,
-        max_tokens=args.max_tokens,
-        max_concurrency=1,
-        offline=args.offline,
-    ) as reader:
+    with open_reader(args) as reader:
         res = evaluate_reader(
             differ,
             [PipelineStrategy(before["name"], before), PipelineStrategy(after["name"], after)],
