@@ -41,7 +41,7 @@ def fit_cmd(
     step: Annotated[
         int,
         typer.Option(
-            help="Queries per race step: after each, the worse half of the settings stops (25: the default search on 300 queries sends SmolLM2 ~940 requests, under an hour on 2 cores; 50: a wider race, ~1,400)."
+            help="Queries per race step: after each, the worse half of the settings stops (25: the default search on 300 queries sends SmolLM2 ~940 requests, about an hour on 2 cores; 50: a wider race, ~1,400)."
         ),
     ] = 25,
     min_queries: Annotated[
@@ -89,7 +89,12 @@ def fit_cmd(
         ),
     ] = False,
     reader_max_tokens: Annotated[int, typer.Option(help="Most tokens per answer.")] = 32,
-    reader_concurrency: Annotated[int, typer.Option(help="Reader requests in flight at once.")] = 4,
+    reader_concurrency: Annotated[
+        int,
+        typer.Option(
+            help="Reader requests in flight at once (1 for one local llama.cpp server: it answers one at a time)."
+        ),
+    ] = 4,
     reader_timeout: Annotated[float, typer.Option(help="Timeout of one reader request (s).")] = 120.0,
     json_out: Annotated[str | None, typer.Option("--json", help="Write every trial as JSON here.")] = None,
     html_out: Annotated[
