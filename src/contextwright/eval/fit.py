@@ -363,9 +363,10 @@ def fit_profile(
         confirm_share: The share of queries held out for the confirmation.
         step: Queries per race step (default 25). After each step the worse half of the settings
             stops, so a race ends after about 3 steps. On ``nq_bm25_dev300`` at two budgets
-            (155 fit queries) the default space asked SmolLM2 1,980 requests with 25 (about an hour
-            at 30 a minute) and 3,380 with 50, and both chose the same setting with the same
-            confirmation (re-run offline from the GPU lease's reply cache); 50 races on twice the
+            (155 fit queries) the default space asks SmolLM2 1,980 requests and sends 942 with 25
+            (about an hour of llama.cpp on 2 cores, timed on a sample: ``bench/bench_fit_cost.py``)
+            and asks 3,380, sends 1,397 with 50; both chose the same setting with the same
+            confirmation (re-run offline from the GPU lease's reply cache). 50 races on twice the
             queries, for an accelerator or a night.
         prior: A positional prior (file or mapping) for the ``order=prior`` value.
         min_per_part: The fewest queries each part may have (default 50).
