@@ -33,8 +33,8 @@ from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOr
 def test_presets(preset: str, fmt: str, order: str) -> None:
     p = pipeline_from_config(preset)
     assert p.format.name == fmt and p.stages[-1].name == order
-    # qa dedups what its budget kept (it saves, never refills); the others dedup first
-    assert p.stages[0].name == ("token_budget" if preset == "qa" else "exact_dedup")
+    # qa and chat dedup what their budget kept (they save, never refill); the others dedup first
+    assert p.stages[0].name == ("token_budget" if preset in ("qa", "chat") else "exact_dedup")
 
 
 def test_order_and_format_overrides_replace_the_preset_ones() -> None:
