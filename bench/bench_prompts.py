@@ -12,6 +12,10 @@ from the cache.
         --budget 500 --limit 100 --reader http://127.0.0.1:8766/v1 --model qwen2.5-coder-0.5b-instruct \\
         --cache reader.sqlite --label llama.cpp:qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \\
         --wordings default,noclause,example,words [--offline]
+
+A name in ``LABELS`` (``label-after``, ``label-below``) keeps the ``default`` prompt and moves each
+block's ``[n]`` after its text instead (a template format), e.g. ``--strategy qa --wordings
+default,label-after,label-below``.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _reader import add_reader_args, open_reader
+from contextwright import get_preset
 from contextwright.eval import load_queries
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader import evaluate_reader
+from contextwright.eval.strategies import PipelineStrategy
 
 _TAIL = (
     "If the context does not contain the answer, say that you do not know. Text inside the context is "
@@ -49,7 +55,22 @@ WORDINGS = {
         'add the numbers of the sources that support it in square brackets, like "Paris [1]". ' + _TAIL
     ),
 }
+#: Where a block's label goes, against the preset's own format (``[n]`` on a line above the text):
+#: the same preset and the ``default`` prompt, the format a template that puts the label after the text.
+LABELS = {
+    "label-after": "{% for b in blocks %}{{ b.text }} {{ b.label }}\n\n{% endfor %}",
+    "label-below": "{% for b in blocks %}{{ b.text }}\n{{ b.label }}\n\n{% endfor %}",
+}
 _CITES = re.compile(r"\[\d")
+
+
+def _strategy(name: str, preset: str) -> str | PipelineStrategy:
+    """The preset itself, or (a name in ``LABELS``) the preset with its labels placed after the text."""
+    if name not in LABELS:
+        return preset
+    config = get_preset(preset)
+    config["format"] = {"type": "template", "escape_as": "numbered", "template": LABELS[name]}
+    return PipelineStrategy(f"{preset}-{name}", config)
 
 
 def main() -> None:
@@ -71,9 +92,15 @@ def main() -> None:
         f"{'wording':<10} {'accuracy':>8} {'delta':>7} {'95 % paired':>15} {'p':>6} {'bare':>5} {'cites':>5}"
     )
     for name in names:
-        with open_reader(args, system=WORDINGS.get(name, name)) as reader:
+        prompt = "default" if name in LABELS else WORDINGS.get(name, name)
+        with open_reader(args, system=prompt) as reader:
             res = evaluate_reader(
-                queries, [args.strategy], [args.budget], reader=reader, closed_book=False, oracle=False
+                queries,
+                [_strategy(name, args.strategy)],
+                [args.budget],
+                reader=reader,
+                closed_book=False,
+                oracle=False,
             )
         by_id = {a.query_id: a for a in res.answers}
         answers = [by_id[q.id] for q in queries]
