@@ -609,10 +609,10 @@ def test_readme_config_loads(block: Block, in_workdir: Path) -> None:
 
 
 def test_readme_documents_pipeline_diagram_is_the_preset() -> None:
-    """The `expand → exact_dedup → ... → xml` diagram lists the `documents` preset's stages and format."""
+    """The `expand → doc_summaries → ... → lean` diagram lists the `documents` preset's stages and format."""
     from contextwright import get_preset
 
-    block = next(b for b in BLOCKS if b.lang == "" and "expand → exact_dedup" in b.text)
+    block = next(b for b in BLOCKS if b.lang == "" and b.text.lstrip().startswith("expand → "))
     *stages, fmt = [part.strip() for part in block.text.replace("\n", " ").split("→")]
     preset = get_preset("documents")
     shown = [re.fullmatch(r"(\w+)(?:\((\w+)=\"(\w+)\"\))?", s) for s in stages]

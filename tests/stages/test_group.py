@@ -211,12 +211,13 @@ def test_documents_preset_with_a_sqlite_store_on_dev_queries(
         stages = [s.stage for s in ctx.report.stages]
         assert stages[:8] == [
             "expand",
+            "doc_summaries",
+            "token_budget",
+            # dedup of what the budget kept: what a copy took is saved, not refilled (issue 32)
             "exact_dedup",
             "overlap_dedup",
             "containment_dedup",  # copies across chunk boundaries (issue 22)
             "near_dedup",
-            "doc_summaries",
-            "token_budget",
             "group_merge",  # after selection: the selected neighbours become one passage
         ]
         for c in ctx.citations:  # merged passages cite their span

@@ -100,17 +100,20 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "grouped",
     },
     "documents": {
-        "description": "Document-aware: expand neighbours from the store, remove exact/overlap/containment/near duplicates, "
-        "summaries, the whole budget in rank order, then merge the selected contiguous chunks into passages, "
-        "document-first order, lean blocks headed by their [n].",
+        "description": "Document-aware: expand neighbours from the store, summaries, the whole budget in rank order, then "
+        "exact/overlap/containment/near dedup of what it holds (the tokens a copy took are saved, not refilled with "
+        "lower-ranked text), merge the selected contiguous chunks into passages, document-first order, lean blocks "
+        "headed by their [n].",
+        # Dedup after the cut, as in qa and chat (issue 32, stop 39): SmolLM2 read the refilled contexts
+        # 5.0 points worse on a knowledge base with copies, and level on confirm500 (docs/quality.md).
         "stages": [
             {"type": "expand", "window": 1},
+            {"type": "doc_summaries"},
+            {"type": "token_budget", "policy": "fill"},
             {"type": "exact_dedup"},
             {"type": "overlap_dedup"},
             {"type": "containment_dedup"},
             {"type": "near_dedup"},
-            {"type": "doc_summaries"},
-            {"type": "token_budget", "policy": "fill"},
             {"type": "group_merge"},
             {"type": "document_order"},
         ],
