@@ -191,13 +191,19 @@ def test_evaluate_skips_a_strategy_that_lacks_a_required_resource(
 def test_evaluate_opens_a_store_from_the_corpus_for_expansion(dev10: tuple[EvalQuery, ...]) -> None:
     if not CORPUS.exists():
         pytest.skip(f"shared corpus not found at {CORPUS}")
-    plain = evaluate(dev10, ["documents"], [1000])
+    # The top 3 chunks of each list leave room for their neighbours at 1,000 tokens (with all
+    # 20, neighbours, at half their parent's score, rank under the retrieved chunks the budget
+    # already holds, so the contexts are the same with or without a store).
+    short = [replace(q, chunks=q.chunks[:3]) for q in dev10]
+    plain = evaluate(short, ["documents"], [1000])
     assert "documents" in plain.notes
     assert "'store'" in plain.notes["documents"]
-    expanded = evaluate(dev10, ["documents"], [1000], corpus=CORPUS)
+    expanded = evaluate(short, ["documents"], [1000], corpus=CORPUS)
     assert expanded.notes == {}
-    # neighbours come from the store: the outputs change, and stay within budget
-    assert [r.tokens for r in expanded.results] != [r.tokens for r in plain.results]
+    # neighbours come from the store: the contexts grow, and stay within budget
+    grew = [e.tokens > p.tokens for e, p in zip(expanded.results, plain.results, strict=True)]
+    assert sum(grew) >= len(short) // 2, grew
+    assert all(e.tokens >= p.tokens for e, p in zip(expanded.results, plain.results, strict=True))
     assert all(not r.over_budget for r in expanded.results)
 
 
