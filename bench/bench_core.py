@@ -260,15 +260,15 @@ def print_parts(
     queries: list[dict[str, Any]], budgets: list[int], floors: dict[int, float], clock: Callable[[], float]
 ) -> None:
     """Where ``other`` goes: one more stream pass per budget with timers around the pipeline's steps
-    outside the stages (reading the chunks, counting every input once for the report's
-    ``input_tokens`` and the budget's first estimate, and the report and citations after the
-    render). Its own pass, so the timers (a few µs a query) touch none of the figures above."""
+    outside the stages (reading the chunks; the report and citations after the render), and,
+    apart from the assembly, what reading its report then costs (``report read``:
+    ``ctx.report.to_dict()``, which counts every input and every stage's output, the tallies an
+    assembly leaves uncounted since stop 40; a service pays it, a caller that uses the text does
+    not). Its own pass, so the timers (a few µs a query) touch none of the figures above."""
     from contextwright.assembly.pipeline import Pipeline
-    from contextwright.render.meter import Meter
 
     spent: dict[str, float] = {}
-    last: list[Any] = [None]  # the meter of the call being timed: its first count is of the inputs
-    saved = (Pipeline._inputs, Pipeline._finish, Meter.total_tokens)
+    saved = (Pipeline._inputs, Pipeline._finish)
 
     def timer(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(*a: Any, **k: Any) -> Any:
@@ -280,16 +280,9 @@ def print_parts(
 
         return wrapped
 
-    def total_tokens(self: Meter, chunks: Any) -> int:
-        if self is last[0]:
-            return saved[2](self, chunks)
-        last[0] = self
-        return timer("count", saved[2])(self, chunks)
-
     print("\nwhere 'other' goes (a separate stream pass with timers; median over queries, ms; x floor):")
     Pipeline._inputs = timer("read", saved[0])  # type: ignore[method-assign]
     Pipeline._finish = timer("finish", saved[1])  # type: ignore[method-assign]
-    Meter.total_tokens = total_tokens  # type: ignore[method-assign]
     try:
         for budget in budgets:
             contextwright.clear_caches()
@@ -297,7 +290,6 @@ def print_parts(
             rows: dict[str, list[float]] = {}
             for q in queries:
                 spent.clear()
-                last[0] = None
                 t0 = clock()
                 got = stream.assemble(q["question"], q["chunks"])
                 total = clock() - t0
@@ -305,12 +297,14 @@ def print_parts(
                 render = sum(r.ms for r in got.report.stages if r.stage == "render") / 1e3
                 parts = {
                     "read": spent.get("read", 0.0),
-                    "count": spent.get("count", 0.0),
                     "stages": stages,
                     "render": render,
                     "report": spent.get("finish", 0.0) - render,
                 }
                 parts["rest"] = total - sum(parts.values())
+                t0 = clock()
+                got.report.to_dict()
+                parts["report read (apart)"] = clock() - t0
                 for k, v in parts.items():
                     rows.setdefault(k, []).append(v * 1e3)
             cells = "  ".join(
@@ -319,7 +313,7 @@ def print_parts(
             )
             print(f"{budget:>6}  {cells}")
     finally:
-        Pipeline._inputs, Pipeline._finish, Meter.total_tokens = saved  # type: ignore[method-assign]
+        Pipeline._inputs, Pipeline._finish = saved  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from contextwright.core.errors import ConfigError, InputError, did_you_mean, loc
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
 from contextwright.model.chunk import Chunk
+from contextwright.model.report import held
 from contextwright.render.context import AssembledContext
 from contextwright.render.format import Format, get_format
 from contextwright.render.history import HistoryResult, trim_history
@@ -303,7 +304,7 @@ class Assembler:
         if trimmed is not None or fitted is not None or stable is not None:
             ctx = replace(
                 ctx,
-                report=replace(ctx.report, history=trimmed, tools=fitted, stable_prefix_tokens=stable),
+                report=held(ctx.report, history=trimmed, tools=fitted, stable_prefix_tokens=stable),
             )
         if session is not None:
             with self._sessions_lock:

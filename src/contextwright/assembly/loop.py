@@ -23,7 +23,7 @@ from contextwright.core.cancel import cancel_on, check_cancelled
 from contextwright.core.errors import ConfigError
 from contextwright.core.telemetry import NO_SPAN, span, tracing
 from contextwright.model.chunk import Chunk
-from contextwright.model.report import StageReport, StageResult
+from contextwright.model.report import StageReport, StageResult, Tally
 from contextwright.stages.fusion import Fuse
 
 __all__ = ["StageLoop", "cancel_on", "check_cancelled"]
@@ -46,9 +46,9 @@ def needs_of(stage: Any, env: Mapping[str, Any]) -> dict[str, Any]:
     return needs
 
 
-def measured(report: StageReport, tokens_in: int, tokens_out: int, ms: float) -> StageReport:
+def measured(report: StageReport, tokens_in: int | Tally, tokens_out: int | Tally, ms: float) -> StageReport:
     """``report`` with the pipeline's figures (``dataclasses.replace``, without its per-field work
-    for the common case of a plain StageReport)."""
+    for the common case of a plain StageReport); the token figures may be tallies, counted when read."""
     if type(report) is not StageReport:
         return replace(report, tokens_in=tokens_in, tokens_out=tokens_out, ms=ms)
     r = report
@@ -80,13 +80,13 @@ class StageLoop:
             with loop.span(stage) as sp:
                 start = time.perf_counter()
                 result = stage(loop.current, **needs)
-                loop.record(result, ms_since(start), meter.total_tokens(result.chunks), sp)
+                loop.record(result, ms_since(start), meter.tally(result.chunks), sp)
     """
 
     stages: Sequence[Any]
     env: Mapping[str, Any]
     current: tuple[Chunk, ...]
-    tokens_now: int
+    tokens_now: int | Tally
     fused: StageResult | None = None
     reports: list[StageReport] = field(default_factory=list)
     traced: bool = False
@@ -97,7 +97,7 @@ class StageLoop:
         stages: Sequence[Any],
         env: Mapping[str, Any],
         inputs: tuple[Chunk, ...],
-        tokens: int,
+        tokens: int | Tally,
         fused: StageResult | None,
     ) -> StageLoop:
         """The loop before its first stage; fusion, which ran before it, is its first report."""
@@ -121,7 +121,7 @@ class StageLoop:
             return NO_SPAN
         return span(f"contextwright.stage.{stage.name}", **{"contextwright.stage": stage.name})
 
-    def record(self, result: StageResult, ms: float, tokens_out: int, sp: Any) -> None:
+    def record(self, result: StageResult, ms: float, tokens_out: int | Tally, sp: Any) -> None:
         """Take the stage's result: its report with the pipeline's figures, its chunks onward."""
         self.reports.append(measured(result.report, self.tokens_now, tokens_out, ms))
         if sp is not None:

@@ -24,7 +24,7 @@ from contextwright.core.text import check_text
 from contextwright.inputs.frameworks import check_list, read_item
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
-from contextwright.model.report import Change, Drop, Report, StageReport, StageResult
+from contextwright.model.report import Change, Drop, Report, StageReport, StageResult, Tally, tallied
 from contextwright.render.cite import build_citations
 from contextwright.render.context import AssembledContext
 from contextwright.render.format import Format, get_format
@@ -294,17 +294,21 @@ class Pipeline:
         budget: int,
         resources: Mapping[str, Any] | None,
         fused: StageResult | None = None,
-    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], int, int]:
-        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render)."""
+    ) -> tuple[Meter, tuple[Chunk, ...], list[StageReport], Tally, int | Tally]:
+        """Run every stage; shared by :meth:`run` and :meth:`plan` (which skips the render).
+
+        The inputs' tokens and each stage's are tallies (:class:`~contextwright.model.report.Tally`):
+        counted when the report is read, not here; a stage counts what it needs to select.
+        """
         meter, env = self._meter_and_env(query, tokenizer, budget, resources)
-        input_tokens = meter.total_tokens(inputs)
+        input_tokens = meter.tally(inputs)
         loop = StageLoop.begin(self.stages, env, inputs, input_tokens, fused)
         for stage, needs in loop.steps():
             with loop.span(stage) as sp:
                 start = time.perf_counter()
                 result: StageResult = stage(loop.current, **needs)
                 ms = (time.perf_counter() - start) * 1000
-                loop.record(result, ms, meter.total_tokens(result.chunks), sp)
+                loop.record(result, ms, meter.tally(result.chunks), sp)
         return meter, loop.current, loop.reports, input_tokens, loop.tokens_now
 
     async def arun(
@@ -329,7 +333,7 @@ class Pipeline:
         inputs, fused, empty, meter, env = await asyncio.to_thread(
             self._prepare, query, chunks, tokenizer, budget, resources
         )
-        input_tokens = await asyncio.to_thread(meter.total_tokens, inputs)
+        input_tokens = meter.tally(inputs)  # counted when the report is read
         loop = StageLoop.begin(self.stages, env, inputs, input_tokens, fused)
         for stage, needs in loop.steps():
             with loop.span(stage) as sp:
@@ -340,7 +344,7 @@ class Pipeline:
                 else:
                     result = await asyncio.to_thread(stage, loop.current, **needs)
                 ms = (time.perf_counter() - start) * 1000
-                loop.record(result, ms, await asyncio.to_thread(meter.total_tokens, result.chunks), sp)
+                loop.record(result, ms, meter.tally(result.chunks), sp)
         _report_empty(loop.reports, empty, len(inputs))
         check_cancelled("render")
         return await asyncio.to_thread(
@@ -379,8 +383,8 @@ class Pipeline:
         meter: Meter,
         current: tuple[Chunk, ...],
         reports: list[StageReport],
-        input_tokens: int,
-        tokens_now: int,
+        input_tokens: Tally,
+        tokens_now: int | Tally,
         budget: int,
         zones: Mapping[str, int] | None,
         tokenizer: CachedTokenizer,
@@ -413,7 +417,7 @@ class Pipeline:
         report = Report(
             stages=tuple(reports),
             input_chunks=len(inputs) + len(empty),
-            input_tokens=input_tokens,
+            input_tokens=tallied(input_tokens),
             output_chunks=len(blocks),
             tokens=total,
             budget=budget,
@@ -460,7 +464,7 @@ class Pipeline:
             budget=budget,
             zones=dict(zones or {}),
             input_chunks=len(inputs) + len(empty),
-            input_tokens=input_tokens,
+            input_tokens=input_tokens(),
             chunks=current,
             tokens=cost,
             stages=tuple(reports),

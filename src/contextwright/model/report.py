@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from contextwright.model.zones import HistoryResult, ToolsResult
@@ -26,6 +26,94 @@ DropReason = Literal[
     "irrelevant",
     "not_rendered",
 ]
+
+
+class Tally:
+    """A token count that is taken when it is first read, then kept.
+
+    The pipeline counts every input chunk and every stage's output only for the report's
+    ``input_tokens``, ``tokens_in`` and ``tokens_out``; the stages themselves count what
+    they select from (``qa``'s budget stops counting once the budget is full). So these
+    figures are tallies: a caller that reads ``ctx.text`` and never the report's token
+    figures does not pay a tokenizer pass over all the inputs (issue 33: at 500 tokens,
+    that pass was a third of a ``qa`` assembly). Reading one counts it, in the calling
+    thread, exactly as before. Pickling or copying a report stores the count itself.
+
+    Example:
+        >>> Tally(lambda: 42)()
+        42
+    """
+
+    __slots__ = ("_count", "_value")
+
+    def __init__(self, count: Callable[[], int]) -> None:
+        self._count: Callable[[], int] | None = count
+        self._value: int | None = None
+
+    def __call__(self) -> int:
+        if self._value is None:
+            count = self._count
+            assert count is not None  # set until the value is
+            self._value = count()
+            self._count = None  # what it counted (a meter, the chunks) is released
+        return self._value
+
+    def __reduce__(self) -> tuple[type[int], tuple[int]]:
+        return int, (self(),)
+
+
+_T = TypeVar("_T", int, "int | None")
+_NO_DEFAULT: Any = object()
+
+
+class Counted(Generic[_T]):
+    """A report field that holds a count or a :class:`Tally` of it (a dataclass field descriptor).
+
+    Reading the field returns the count, taking the tally on first read; a report built
+    with plain numbers behaves as it always did. Used for ``Report.input_tokens`` and
+    ``StageReport.tokens_in`` / ``tokens_out``.
+    """
+
+    def __init__(self, default: _T = _NO_DEFAULT) -> None:
+        self._default: _T = default
+        self._key = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._key = "_counted_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _T: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> _T:
+        if obj is None:  # the class: the field's default, or none (dataclass asks this way)
+            if self._default is _NO_DEFAULT:
+                raise AttributeError(self._key)
+            return self._default
+        stored = obj.__dict__
+        value: _T | Tally = stored[self._key]
+        if isinstance(value, Tally):
+            value = stored[self._key] = value()
+        return value
+
+    def __set__(self, obj: object, value: _T | Tally) -> None:
+        obj.__dict__[self._key] = value  # frozen dataclasses set fields once, in __init__
+
+
+def tallied(tally: Tally) -> int:
+    """``tally`` where a report field is typed ``int`` (``Report.input_tokens``): it is counted when read."""
+    return cast(int, tally)
+
+
+def held(obj: Any, **changes: Any) -> Any:
+    """``dataclasses.replace(obj, **changes)`` for a report: its untaken tallies stay untaken."""
+    stored = vars(obj)
+    values = {}
+    for f in fields(obj):
+        if f.init and f.name not in changes:
+            key = "_counted_" + f.name
+            values[f.name] = stored[key] if key in stored else getattr(obj, f.name)
+    return type(obj)(**values, **changes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +159,13 @@ class Change:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StageReport:
     """What one stage did: counts, tokens, time, and every drop and change.
 
     Stages fill in ``stage``, the counts, ``dropped``, ``changed``, ``added``
     and ``notes``; the pipeline fills in ``tokens_in``, ``tokens_out`` and
-    ``ms``.
+    ``ms``. The token figures are counted when first read (:class:`Tally`).
     """
 
     stage: str
@@ -87,8 +175,8 @@ class StageReport:
     changed: tuple[Change, ...] = ()
     added: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    tokens_in: int | None = None
-    tokens_out: int | None = None
+    tokens_in: Counted[int | None] = Counted(None)
+    tokens_out: Counted[int | None] = Counted(None)
     ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,7 +229,7 @@ class StageResult:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Report:
     """The reports of every stage of one assembly, in order.
 
@@ -151,12 +239,16 @@ class Report:
     kept, dropped and summarized) when ``assemble(..., history=...)`` got one;
     ``tools`` the tool outputs fitted to their zone (``tools=``);
     ``stable_prefix_tokens`` how many tokens at the start of the text equal the
-    previous context's (``previous=``/``session=``).
+    previous context's (``previous=``/``session=``). ``input_tokens`` and the stages'
+    token figures are counted when first read (:class:`Tally`).
     """
 
     stages: tuple[StageReport, ...]
     input_chunks: int
-    input_tokens: int
+    if TYPE_CHECKING:  # a plain int to type checkers (a Counted field has no default)
+        input_tokens: int
+    else:
+        input_tokens: Counted[int] = Counted()
     output_chunks: int
     tokens: int
     budget: int

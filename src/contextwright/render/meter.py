@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from contextwright.core.caches import Scoped
 from contextwright.core.cancel import check_cancelled
 from contextwright.model.chunk import Chunk
+from contextwright.model.report import Tally
 from contextwright.render.format import Format, join_pieces
 from contextwright.tokens import CachedTokenizer
 
@@ -25,6 +26,8 @@ __all__ = ["BATCH_CHARS", "Meter"]
 BATCH_CHARS = 1 << 18
 
 _ASCII_PUNCTUATION = frozenset(string.punctuation)  # none is whitespace, a letter or a digit
+#: Characters ``str.split`` splits at that are not whitespace to a BPE pre-tokenizer (``\\s``).
+_SEPARATORS = "\x1c\x1d\x1e\x1f"
 _UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
 _SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
 
@@ -161,6 +164,36 @@ class Meter:
             self._text_tokens[chunk.text] = n
         return n
 
+    def known_tokens(self, chunk: Chunk) -> int | None:
+        """:meth:`tokens` of ``chunk`` when this call has counted it, else None (nothing is counted)."""
+        return self._text_tokens.get(chunk.text)
+
+    def at_least(self, chunk: Chunk, cap: int) -> int:
+        """A lower bound of :meth:`tokens` of ``chunk``, exact enough to compare with ``cap``, found
+        without counting it: the count when this call has it, else ``min(bound, cap + 1)``.
+
+        With cl100k's or o200k's pre-tokenizer (``known_splits``), no pre-token holds whitespace
+        between two other characters, so a text has at least one token per whitespace-separated
+        word (``str.split``, at most ``cap + 1`` of them: bounded work, whatever the text).
+        ``str.split`` also splits at U+001C-U+001F, which those pre-tokenizers do not take for
+        whitespace: each of those is taken off. The words are the rendered body's; for printable
+        ASCII, the text's, without rendering it (escaping then only strips and collapses spaces
+        and inserts characters: the body has at least the text's words; elsewhere it may drop
+        invisible characters, a word of them included). Any other tokenizer: 1 (0 for an empty body).
+        """
+        known = self._text_tokens.get(chunk.text)
+        if known is not None:
+            return known
+        if not self._known_splits:
+            return 1 if self.body(chunk) else 0
+        text = chunk.text
+        if not (text.isascii() and text.isprintable()):
+            text = self.body(chunk)
+        words = len(text.split(None, max(cap, 0)))
+        if words and not text.isprintable():  # a control character: a separator str.split took for space?
+            words -= sum(text.count(ch) for ch in _SEPARATORS)
+        return max(words, 0)
+
     def total_tokens(self, chunks: Sequence[Chunk]) -> int:
         """Sum of the rendered bodies' tokens."""
         known = self._text_tokens
@@ -169,6 +202,10 @@ class Meter:
             for c in chunks:
                 known[c.text] = self._counts[self.body(c)]
         return sum(known[c.text] for c in chunks)
+
+    def tally(self, chunks: Sequence[Chunk]) -> Tally:
+        """:meth:`total_tokens` of ``chunks``, taken when a report first reads it (:class:`Tally`)."""
+        return Tally(lambda: self.total_tokens(chunks))
 
     def header_cost(self, chunk: Chunk, n: int) -> int:
         """Tokens of ``chunk``'s block header as block ``n``.

@@ -86,7 +86,11 @@ class TokenBudget:
     :mod:`contextwright.model.spans`), so its citation points at exactly what the
     model read.
 
-    Dropped chunks are reported as ``over_budget``; a truncated or cut chunk
+    Dropped chunks are reported as ``over_budget`` with their tokens ("143 tokens"). Once
+    ``fill`` has too little room left to cut a chunk into, a chunk whose cost is over the room
+    by a lower bound (a word is at least one token with cl100k and o200k) is dropped without
+    being counted: "at least 97 tokens, 12 left (not counted)" (a full budget's tail, most of
+    a 20-chunk list at 500 tokens, costs no tokenizer pass). A truncated or cut chunk
     is reported as changed (``truncated``) with its tokens before and after
     and what was kept.
 
@@ -148,13 +152,13 @@ class TokenBudget:
         return self._select(chunks, meter, budget, query)
 
     def _select(self, chunks: Sequence[Chunk], meter: Meter, budget: int, query: str) -> StageResult:
-        meter.prime(chunks)
         n = len(chunks)
         room = budget - meter.frame_cost()
+        if self.policy == "fill":  # counts a chunk only when the room left could hold it
+            return self._fill(chunks, meter, room, n, query)
+        meter.prime(chunks)
         if self.policy == "blocks":
             return self._blocks(chunks, meter, room, n)
-        if self.policy == "fill":
-            return self._fill(chunks, meter, room, n, query)
         kept: list[Chunk] = []
         skipped: list[Chunk] = []
         changes: list[Change] = []
@@ -229,7 +233,7 @@ class TokenBudget:
 
     def _fill(self, chunks: Sequence[Chunk], meter: Meter, room: int, n: int, query: str) -> StageResult:
         kept: list[Chunk] = []
-        skipped: list[Chunk] = []
+        drops: list[Drop] = []
         changes: list[Change] = []
         docs: set[str] = set()
         relevance: _Relevance | None = None
@@ -238,6 +242,21 @@ class TokenBudget:
                 check_cancelled(self.name)
             key = c.group_key
             doc = meter.header_once(c, docs)
+            if room - doc < self.min_truncated_tokens:
+                # Too little room to cut anything into: only a whole chunk could still fit. Once a
+                # lower bound of its cost is over the room, it is dropped without counting it (the
+                # budget is full; with 20 chunks at 500 tokens, most of the list).
+                known = meter.known_tokens(c)
+                framing = meter.header_cost(c, n) + doc
+                least = known if known is not None else meter.at_least(c, room - framing)
+                if least + framing > room:
+                    detail = (
+                        f"{known} tokens"
+                        if known is not None
+                        else f"at least {least} tokens, {max(room, 0)} left (not counted)"
+                    )
+                    drops.append(Drop(c.id, "over_budget", detail=detail))
+                    continue
             if meter.tokens(c) <= room:
                 cost = meter.block_cost(c, n) + doc
                 if cost <= room:
@@ -258,10 +277,9 @@ class TokenBudget:
                         Change(c.id, "truncated", meter.tokens(c), meter.tokens(cut), detail=detail)
                     )
                     continue
-            skipped.append(c)
+            drops.append(Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens"))
         keep_ids = {c.id: c for c in kept}
         out = [keep_ids[c.id] for c in chunks if c.id in keep_ids]
-        drops = [Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens") for c in skipped]
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
 
     def _blocks(self, chunks: Sequence[Chunk], meter: Meter, room: int, n: int) -> StageResult:
