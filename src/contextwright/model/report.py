@@ -37,7 +37,9 @@ class Tally:
     figures are tallies: a caller that reads ``ctx.text`` and never the report's token
     figures does not pay a tokenizer pass over all the inputs (issue 33: at 500 tokens,
     that pass was a third of a ``qa`` assembly). Reading one counts it, in the calling
-    thread, exactly as before. Pickling or copying a report stores the count itself.
+    thread, exactly as before (in async code with large inputs, read the report in a worker
+    thread). Until then it holds the call's meter and chunks; pickling or copying a report
+    stores the count itself.
 
     Example:
         >>> Tally(lambda: 42)()

@@ -184,7 +184,7 @@ class Meter:
         known = self._text_tokens.get(chunk.text)
         if known is not None:
             return known
-        if not self._known_splits:
+        if not getattr(self.tokenizer, "known_splits", False):  # the body alone: any format
             return 1 if self.body(chunk) else 0
         text = chunk.text
         if not (text.isascii() and text.isprintable()):
