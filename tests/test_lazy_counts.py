@@ -98,14 +98,16 @@ def _eager(assembler: Assembler, chunks: list[dict]) -> int:
     return meter.total_tokens(chunks_from_dicts(chunks))
 
 
-def test_qa_drops_a_full_budget_s_tail_uncounted_and_says_so(dev: list[dict]) -> None:
-    qa = Assembler("qa", budget=500, tokenizer="cl100k_base")
+@pytest.mark.parametrize("preset", ["qa", "citations"])  # fill, and greedy (skip and go on)
+def test_a_full_budget_s_tail_is_dropped_uncounted_and_says_so(dev: list[dict], preset: str) -> None:
+    qa = Assembler(preset, budget=500, tokenizer="cl100k_base")
     uncounted = counted = 0
     for q in dev[:30]:
         ctx = qa.assemble(q["question"], q["chunks"])
         meter = Meter(qa.pipeline.format, qa.tokenizer)
         by_id = {c.id: c for c in chunks_from_dicts(q["chunks"])}
-        for d in ctx.report.stages[0].dropped:
+        (budget,) = (r for r in ctx.report.stages if r.stage == "token_budget")
+        for d in budget.dropped:
             assert d.reason == "over_budget"
             if d.detail.endswith("(not counted)"):
                 uncounted += 1

@@ -86,11 +86,12 @@ class TokenBudget:
     :mod:`contextwright.model.spans`), so its citation points at exactly what the
     model read.
 
-    Dropped chunks are reported as ``over_budget`` with their tokens ("143 tokens"). Once
-    ``fill`` has too little room left to cut a chunk into, a chunk whose cost is over the room
-    by a lower bound (a word is at least one token with cl100k and o200k) is dropped without
-    being counted: "at least 97 tokens, 12 left (not counted)" (a full budget's tail, most of
-    a 20-chunk list at 500 tokens, costs no tokenizer pass). A truncated or cut chunk
+    Dropped chunks are reported as ``over_budget`` with their tokens ("143 tokens"). A chunk
+    whose cost is over the room left by a lower bound (a word is at least one token with cl100k
+    and o200k) is dropped without being counted: "at least 97 tokens, 12 left (not counted)"
+    (``greedy`` and ``stop`` by its body; ``fill`` once the room is too small to cut a chunk
+    into, by its block): a full budget's tail, most of a 20-chunk list at 500 tokens, costs no
+    tokenizer pass. A truncated or cut chunk
     is reported as changed (``truncated``) with its tokens before and after
     and what was kept.
 
@@ -156,11 +157,12 @@ class TokenBudget:
         room = budget - meter.frame_cost()
         if self.policy == "fill":  # counts a chunk only when the room left could hold it
             return self._fill(chunks, meter, room, n, query)
-        meter.prime(chunks)
+        if self.policy in ("blocks", "truncate"):  # these price every chunk
+            meter.prime(chunks)
         if self.policy == "blocks":
             return self._blocks(chunks, meter, room, n)
         kept: list[Chunk] = []
-        skipped: list[Chunk] = []
+        drops: list[Drop] = []
         changes: list[Change] = []
         docs: set[str] = set()
         stopped = False
@@ -168,11 +170,15 @@ class TokenBudget:
         for k, c in enumerate(by_relevance(chunks)):
             if k % CHECK_EVERY == 0:
                 check_cancelled(self.name)
-            if meter.tokens(c) > room and self.policy != "truncate":
-                # Its body alone does not fit: no need to price its header.
-                skipped.append(c)
-                stopped = stopped or self.policy == "stop"
-                continue
+            if self.policy != "truncate":
+                # Its body alone does not fit (by a bound, uncounted, or counted): no need to price its header.
+                detail = _ruled_out(meter, c, room, 0)
+                if detail is None and meter.tokens(c) > room:
+                    detail = f"{meter.tokens(c)} tokens"
+                if detail is not None:
+                    drops.append(Drop(c.id, "over_budget", detail=detail))
+                    stopped = stopped or self.policy == "stop"
+                    continue
             doc = meter.header_once(c, docs)
             cost = meter.block_cost(c, n) + doc
             if not stopped and cost <= room:
@@ -199,12 +205,11 @@ class TokenBudget:
                         )
                     )
                     continue
-            skipped.append(c)
+            drops.append(Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens"))
             if self.policy == "stop":
                 stopped = True
         keep_ids = {c.id: c for c in kept}
         out = [keep_ids[c.id] for c in chunks if c.id in keep_ids]
-        drops = [Drop(c.id, "over_budget", detail=f"{meter.tokens(c)} tokens") for c in skipped]
         return StageResult.of(self.name, chunks, out, dropped=drops, changed=changes)
 
     def _truncate(self, c: Chunk, meter: Meter, room: int, n: int) -> Chunk | None:
@@ -246,15 +251,8 @@ class TokenBudget:
                 # Too little room to cut anything into: only a whole chunk could still fit. Once a
                 # lower bound of its cost is over the room, it is dropped without counting it (the
                 # budget is full; with 20 chunks at 500 tokens, most of the list).
-                known = meter.known_tokens(c)
-                framing = meter.header_cost(c, n) + doc
-                least = known if known is not None else meter.at_least(c, room - framing)
-                if least + framing > room:
-                    detail = (
-                        f"{known} tokens"
-                        if known is not None
-                        else f"at least {least} tokens, {max(room, 0)} left (not counted)"
-                    )
+                detail = _ruled_out(meter, c, room, meter.header_cost(c, n) + doc)
+                if detail is not None:
                     drops.append(Drop(c.id, "over_budget", detail=detail))
                     continue
             if meter.tokens(c) <= room:
@@ -304,6 +302,18 @@ class TokenBudget:
             drops.extend(Drop(c.id, "over_budget", detail=detail) for c in members)
         out = [c for c in chunks if c.id in kept]
         return StageResult.of(self.name, chunks, out, dropped=drops)
+
+
+def _ruled_out(meter: Meter, c: Chunk, room: int, framing: int) -> str | None:
+    """The ``over_budget`` detail of ``c`` when its body and ``framing`` are over ``room`` by its
+    count if this call has it, else by :meth:`Meter.at_least` (nothing counted); None when it may fit."""
+    known = meter.known_tokens(c)
+    least = known if known is not None else meter.at_least(c, room - framing)
+    if least + framing <= room:
+        return None
+    if known is not None:
+        return f"{known} tokens"
+    return f"at least {least} tokens, {max(room, 0)} left (not counted)"
 
 
 # -- the ``fill`` policy's window -----------------------------------------------------------------
