@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from contextwright import Assembler
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
-from contextwright.model.report import Report, StageReport, Tally, held
+from contextwright.model.report import Report, StageReport, Tally, held, settle
 from contextwright.render.format import get_format
 from contextwright.render.meter import Meter
 from contextwright.tokens import get_tokenizer
@@ -183,3 +183,18 @@ def test_a_report_built_with_numbers_is_what_it_was() -> None:
         report.input_tokens = 6  # type: ignore[misc]  # frozen
     with pytest.raises(TypeError, match="input_tokens"):
         Report(stages=(), input_chunks=1, output_chunks=1, tokens=1, budget=1)  # type: ignore[call-arg]
+
+
+def test_a_context_remembered_for_a_session_holds_numbers(dev: list[dict]) -> None:
+    """4,096 sessions must not keep 4,096 calls' inputs alive through unread tallies."""
+    qa = Assembler("qa", budget=500, tokenizer="cl100k_base")
+    q = dev[3]
+    ctx = qa.assemble(q["question"], q["chunks"], session="s1")
+    stored = [vars(ctx.report)["_counted_input_tokens"]]
+    stored += [vars(s)[k] for s in ctx.report.stages for k in ("_counted_tokens_in", "_counted_tokens_out")]
+    assert all(isinstance(v, int) for v in stored)
+    assert ctx.report.input_tokens == _eager(qa, q["chunks"])
+    unsettled = qa.assemble(q["question"], q["chunks"])
+    assert isinstance(vars(unsettled.report)["_counted_input_tokens"], Tally)
+    assert settle(unsettled.report) is unsettled.report
+    assert isinstance(vars(unsettled.report)["_counted_input_tokens"], int)

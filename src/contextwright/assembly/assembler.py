@@ -18,7 +18,7 @@ from contextwright.core.errors import ConfigError, InputError, did_you_mean, loc
 from contextwright.core.limits import MAX_BUDGET_TOKENS, check_number
 from contextwright.core.telemetry import span
 from contextwright.model.chunk import Chunk
-from contextwright.model.report import held
+from contextwright.model.report import held, settle
 from contextwright.render.context import AssembledContext
 from contextwright.render.format import Format, get_format
 from contextwright.render.history import HistoryResult, trim_history
@@ -307,6 +307,9 @@ class Assembler:
                 report=held(ctx.report, history=trimmed, tools=fitted, stable_prefix_tokens=stable),
             )
         if session is not None:
+            # A remembered context holds numbers, not its call's meter and chunks: 4,096 sessions
+            # of large inputs would otherwise keep every input alive until each report is read.
+            settle(ctx.report)
             with self._sessions_lock:
                 self._sessions[session] = ctx
                 self._sessions.move_to_end(session)

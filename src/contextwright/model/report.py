@@ -107,6 +107,14 @@ def tallied(tally: Tally) -> int:
     return cast(int, tally)
 
 
+def settle(report: Report) -> Report:
+    """Count ``report``'s tallies now, so it holds numbers (and no longer the call's meter and chunks)."""
+    _ = report.input_tokens
+    for stage in report.stages:
+        _ = stage.tokens_in, stage.tokens_out
+    return report
+
+
 def held(obj: Any, **changes: Any) -> Any:
     """``dataclasses.replace(obj, **changes)`` for a report: its untaken tallies stay untaken."""
     stored = vars(obj)
