@@ -176,6 +176,8 @@ def test_held_is_replace_without_counting() -> None:
 
 def test_a_report_built_with_numbers_is_what_it_was() -> None:
     stage = StageReport("s", 2, 1)
+    bare = Report(stages=(stage,), input_chunks=2, input_tokens=5, output_chunks=1, tokens=3, budget=9)
+    assert pickle.loads(pickle.dumps(bare)) == bare  # its zones, the shared empty mapping, included
     assert stage.tokens_in is None and stage.tokens_out is None
     report = Report(stages=(stage,), input_chunks=2, input_tokens=5, output_chunks=1, tokens=3, budget=9)
     assert report.input_tokens == 5 and report.summary().startswith("2 → 1 chunk · 5 → 3 tokens")

@@ -267,6 +267,13 @@ class Report:
     tools: ToolsResult | None = None
     stable_prefix_tokens: int | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle ``zones`` as a dict: the shared empty default is a read-only mapping proxy,
+        which pickle refuses (tallies pickle as their counts)."""
+        state = dict(vars(self))
+        state["zones"] = dict(self.zones)
+        return state
+
     @property
     def dropped(self) -> tuple[Drop, ...]:
         """Every drop of every stage, in pipeline order."""
