@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 if TYPE_CHECKING:
     from contextwright.model.zones import HistoryResult, ToolsResult
@@ -83,10 +83,6 @@ class Counted(Generic[_T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self._key = "_counted_" + name
 
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> _T: ...
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
     def __get__(self, obj: object | None, owner: type | None = None) -> _T:
         if obj is None:  # the class: the field's default, or none (dataclass asks this way)
             if self._default is _NO_DEFAULT:
