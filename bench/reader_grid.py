@@ -13,7 +13,8 @@ and ``<name>.html``) to ``--out`` as soon as it ends, and one failing job is
 logged and skipped, not fatal.
 
 A plan is JSON: a list of jobs, each ``{"name": ..., "eval"|"fit": data file,
-...}`` with ``strategies`` and ``budgets`` (eval), or ``budgets``, ``space``
+...}`` (or a ``choose`` job: :func:`_choose_job`, the rule of stop 41's prompt
+wordings) with ``strategies`` and ``budgets`` (eval), or ``budgets``, ``space``
 (knob -> values), ``corpus`` (a chunk corpus: the ``expand`` knob) and
 ``min_per_part``, ``move_on`` (fit, default ``leader``) and ``step`` (fit, default
 50: the lease's plans were raced in steps of 50, before ``fit``'s default became 25,
@@ -130,13 +131,46 @@ def _fit_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, start: 
     return str(toml)
 
 
+def _choose_job(job: dict[str, Any], *, out: Path, profiles: dict[str, str]) -> None:
+    """Pick one wording per the rule declared before the lease, from an eval job's summaries.
+
+    ``{"name": ..., "choose": <eval job>, "wordings": [...], "presets": [...]}`` reads
+    ``<eval job>.json``, where each preset ran with each wording as the config
+    ``bench/plans/prompts/<preset>-<wording>.toml`` (strategy ``<preset>+<wording>``). The rule: the
+    wordings whose bare-citation share is under 3 % in every preset and budget, the most accurate of
+    them (mean accuracy over presets and budgets); if none is, the one with the lowest worst bare
+    share. The first wording wins a tie. Then ``@pick:<preset>`` names the chosen config in later jobs.
+    """
+    rows = json.loads((out / f"{job['choose']}.json").read_text())["summaries"]
+    stats = {}
+    for wording in job["wordings"]:
+        mine = [r for r in rows if r["strategy"] in {f"{p}+{wording}" for p in job["presets"]}]
+        accuracy = sum(r["accuracy"] or 0.0 for r in mine) / max(1, len(mine))
+        worst = max((r["bare_share"] or 0.0 for r in mine), default=1.0)
+        stats[wording] = {"cells": len(mine), "mean_accuracy": accuracy, "worst_bare": worst}
+    under = [w for w in job["wordings"] if stats[w]["worst_bare"] < 0.03 and stats[w]["cells"]]
+    if under:
+        chosen = max(under, key=lambda w: (stats[w]["mean_accuracy"], -job["wordings"].index(w)))
+    else:
+        chosen = min(job["wordings"], key=lambda w: (stats[w]["worst_bare"], job["wordings"].index(w)))
+    for preset in job["presets"]:
+        profiles[f"pick:{preset}"] = f"bench/plans/prompts/{preset}-{chosen}.toml"
+    (out / f"{job['name']}.json").write_text(
+        json.dumps({"job": job, "stats": stats, "chosen": chosen}, indent=1)
+    )
+    print(f"  chose {chosen}: {stats}", flush=True)
+
+
 def run_plan(plan: list[dict[str, Any]], *, reader: Any, data: Path, out: Path, start: float) -> None:
     """Run each job of ``plan`` in order; a job that fails is logged and the plan goes on."""
     profiles: dict[str, str] = {}
     for job in plan:
         name = job["name"]
         try:
-            if "eval" in job:
+            if "choose" in job:
+                print(f"{_stamp(start)} {name}: choose a wording from {job['choose']}", flush=True)
+                _choose_job(job, out=out, profiles=profiles)
+            elif "eval" in job:
                 print(
                     f"{_stamp(start)} {name}: eval {job['eval']} × {job['strategies']} × {job['budgets']}",
                     flush=True,
