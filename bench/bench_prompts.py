@@ -50,6 +50,12 @@ WORDINGS = {
         'cite the sources that support it by their numbers in square brackets. For example, asked "what is '
         'the capital of France?", reply "Paris [1]". ' + _TAIL
     ),
+    # The shipped ``default`` until stop 41 (its [n] form), the baseline of that stop's measurements.
+    "stop32": (
+        "Answer the question using the numbered sources in the context. Give the answer itself first, then "
+        'cite the sources that support it by their numbers in square brackets, like "Paris [1]" or "in 1912 '
+        '[2, 3]"; never reply with a citation alone. ' + _TAIL
+    ),
     # Stop 41: ``soft``'s shape (the answer first, the sources after, brackets named once) without
     # its licence for general knowledge, with and without the "do not know" sentence.
     "answer-first": (

@@ -147,3 +147,15 @@ def test_fit_races_the_prompt_when_asked_and_writes_it_into_the_profile() -> Non
         parse_space(["prompt=default,sfot"])
     assert err.value.loc == ("prompt",)
     assert candidate_config({k: v for k, v in START.items() if k != "prompt"}) == candidate_config(START)
+
+
+def test_a_preset_with_the_light_prompt_is_the_preset_with_other_messages(tmp_path: Path) -> None:
+    """Stop 41: ``preset = "qa"`` and ``prompt = "light"`` (bench/plans/prompts/*.toml) is how a cited
+    preset is measured, and used, under ``light``: the same context, the light prompt in its format."""
+    path = tmp_path / "qa-light.toml"
+    path.write_text('preset = "qa"\nprompt = "light"\n')
+    light = contextwright.assemble("capital?", CHUNKS, preset=str(path), budget=200)
+    qa = contextwright.assemble("capital?", CHUNKS, preset="qa", budget=200)
+    assert light.text == qa.text and "[1]" in light.text
+    assert _system(light) == system_prompt("light", format=get_format("lean"))
+    assert _system(qa) == system_prompt("default", format=get_format("lean")) != _system(light)

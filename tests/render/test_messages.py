@@ -17,7 +17,7 @@ def test_messages_put_context_in_the_user_turn_by_default() -> None:
     assert msgs[-1]["content"] == "Context:\nCTX\n\nQuestion: Q?"
 
 
-@pytest.mark.parametrize("name", ["default", "strict", "soft"])
+@pytest.mark.parametrize("name", ["default", "strict", "soft", "light"])
 def test_named_prompts_ground_and_defuse_instructions(name: str) -> None:
     msgs = build_messages("CTX", "Q?", system=name, context_in="system")
     assert msgs[0]["content"].startswith(PROMPTS[name]) and msgs[0]["content"].endswith("Context:\nCTX")
@@ -25,12 +25,23 @@ def test_named_prompts_ground_and_defuse_instructions(name: str) -> None:
     assert msgs[-1] == {"role": "user", "content": "Q?"}
 
 
-@pytest.mark.parametrize("name", ["default", "strict", "soft"])
+@pytest.mark.parametrize("name", ["default", "strict", "soft", "light"])
 def test_named_prompts_ask_for_the_answer_before_its_citation(name: str) -> None:
     """A small model asked only to "cite the sources" replied with a bare [1] (Qwen2.5-0.5B: 35-38 %)."""
     prompt = PROMPTS[name]
     assert '"Paris [1]"' in prompt
-    assert name == "soft" or "never reply with a citation alone" in prompt
+    assert name in ("soft", "light") or "never reply with a citation alone" in prompt
+
+
+def test_light_names_the_brackets_once_and_asks_for_no_refusal() -> None:
+    """Stop 41: under it Qwen2.5-0.5B gave a bare [1] in 0-1 % of replies on nq_bm25_confirm500 (4-12 %
+    under ``default``, which dwells on the brackets); SmolLM2 read it worse, so it is not the default."""
+    prompt = PROMPTS["light"]
+    assert prompt.startswith(
+        "Use the numbered sources in the context to answer the question: the answer first"
+    )
+    assert prompt.count("[") == 1 and "square brackets" not in prompt and "know" not in prompt
+    assert PROMPTS["default"] != prompt and "do not know" in PROMPTS["default"]
 
 
 def test_an_uncited_format_gets_a_prompt_without_numbers() -> None:
@@ -60,7 +71,7 @@ from contextwright.render.messages import system_prompt  # noqa: E402
 CHUNKS = [{"id": "a", "text": "Paris is in France.", "score": 2}, {"id": "b", "text": "Berlin.", "score": 1}]
 
 
-@pytest.mark.parametrize("name", ["default", "strict", "soft"])
+@pytest.mark.parametrize("name", ["default", "strict", "soft", "light"])
 @pytest.mark.parametrize(
     ("fmt", "present", "absent"),
     [

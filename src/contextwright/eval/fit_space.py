@@ -27,11 +27,12 @@ the readers measured so far, framing least):
 * ``framing``: ``lean`` (blocks headed ``[n]``), ``numbered`` (``[n]`` plus
   the source), or ``minimal`` (plain passages and an uncited prompt).
 * ``prompt``: the grounded prompt, ``default``, ``strict`` (only the
-  passages; "I don't know" when they are silent) or ``soft`` (general
-  knowledge where they are silent), each in the framing's cited or uncited
-  form. A setting other than ``default`` is written into the profile
+  passages; "I don't know" when they are silent), ``soft`` (general
+  knowledge where they are silent) or ``light`` (the answer first, then its
+  sources, the brackets named once; no "I don't know" clause), each in the
+  framing's cited or uncited form. A setting other than ``default`` is written into the profile
   (``prompt = "strict"``), and every surface that builds the messages sends
-  it. Fixed at ``default`` unless ``--knob prompt=default,strict,soft``.
+  it. Fixed at ``default`` unless ``--knob prompt=default,light`` (or any names).
 
 The starting setting is the ``qa`` preset's (``fill``, ``ends``,
 ``saves-containment``, ``lean``), so the search can only move away from the
@@ -81,7 +82,7 @@ DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
     "dedup": ("containment", "exact", "none", "saves-containment"),
     "expand": ("off",),  # ("off", "on") when a chunk store is given: see with_store
     "framing": ("lean", "numbered", "minimal"),
-    "prompt": ("default",),  # ("default", "strict", "soft") with --knob prompt=...
+    "prompt": ("default",),  # ("default", "strict", "soft", "light") with --knob prompt=...
 }
 #: The values ``expand`` takes; ``on`` needs a chunk store.
 EXPAND = ("off", "on")

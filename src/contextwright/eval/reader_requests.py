@@ -49,7 +49,7 @@ def tokens_sent(messages: Sequence[Mapping[str, str]], tokenizer: Tokenizer | Ca
 def system_of(reader: Reader | str, format: Any = None) -> str:
     """The reader's system prompt for a context in ``format``, with :data:`BRIEF` appended.
 
-    A named prompt (``default``, ``strict``, ``soft``) takes the format's
+    A named prompt (``default``, ``strict``, ``soft``, ``light``) takes the format's
     citation style, and its uncited form for a context without labels
     (``minimal``, and the baselines' plain text: ``format="plain"``), so a
     reader is never asked to cite numbers its context does not show. A

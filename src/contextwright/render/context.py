@@ -123,7 +123,7 @@ class AssembledContext:
 
         Args:
             query: The user's question; defaults to the query assembled for.
-            system: A prompt name (``default``, ``strict``, ``soft``), a literal
+            system: A prompt name (``default``, ``strict``, ``soft``, ``light``), a literal
                 system prompt, or ``None`` for no system message. ``default`` is the
                 config's ``prompt`` when it has one (a profile fitted with ``strict``
                 sends ``strict``), else the shipped default.
