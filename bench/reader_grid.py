@@ -20,9 +20,10 @@ wordings) with ``strategies`` and ``budgets`` (eval), or ``budgets``, ``space``
 50: the lease's plans were raced in steps of 50, before ``fit``'s default became 25,
 and re-run offline they must ask the same requests). Relative paths
 are read against ``--data``. ``bench/plans/issue32_*.json`` are the plans of
-issue 32's H200 lease (``bench/plans/issue32_lease.sh`` drove it: weights
-shipped in 60 MB parts, both models' plans run side by side in the
-background), whose figures are in docs/quality.md.
+issue 32's H200 leases, whose figures are in docs/quality.md. The first was driven
+by ``bench/plans/issue32_lease.sh`` (weights shipped in 60 MB parts, both models'
+plans run side by side in the background); stop 41's plans are ``issue32_*5.json``,
+driven by ``issue32_lease5.sh``.
 
     python bench/reader_grid.py plan.json --gguf /tmp/w/SmolLM2-135M-Instruct.Q4_1.gguf \\
         --data /tmp/data --out /tmp/out/smol --cache /tmp/out/smol/cache.sqlite
