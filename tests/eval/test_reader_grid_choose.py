@@ -62,9 +62,8 @@ def test_the_lease_plans_name_configs_that_exist_and_load() -> None:
             for strategy in job.get("strategies", []):
                 if strategy.endswith(".toml"):
                     pipe = pipeline_from_config(str(root / strategy))
-                    if (
-                        "/prompts/" in strategy
-                    ):  # <preset>-<wording>.toml: named <preset>+<wording>, with a prompt
+                    # <preset>-<wording>.toml: named <preset>+<wording>, with a prompt
+                    if "/prompts/" in strategy:
                         assert pipe.name == Path(strategy).stem.replace("-", "+", 1) and pipe.prompt
                     else:
                         assert pipe.prompt is None

@@ -30,9 +30,9 @@ the readers measured so far, framing least):
   passages; "I don't know" when they are silent), ``soft`` (general
   knowledge where they are silent) or ``light`` (the answer first, then its
   sources, the brackets named once; no "I don't know" clause), each in the
-  framing's cited or uncited form. A setting other than ``default`` is written into the profile
-  (``prompt = "strict"``), and every surface that builds the messages sends
-  it. Fixed at ``default`` unless ``--knob prompt=default,light`` (or any names).
+  framing's cited or uncited form. A setting other than ``default`` is
+  written into the profile (``prompt = "strict"``), and every surface that
+  builds the messages sends it. Fixed at ``default`` unless ``--knob prompt=default,light`` (or any names).
 
 The starting setting is the ``qa`` preset's (``fill``, ``ends``,
 ``saves-containment``, ``lean``), so the search can only move away from the
