@@ -39,9 +39,10 @@ from contextwright.eval.strategies import PipelineStrategy
 DEDUP = ("exact_dedup", "overlap_dedup", "containment_dedup", "near_dedup")
 
 
-def placed(config: dict[str, Any], where: str) -> dict[str, Any]:
+def placed(config: dict[str, Any], where: str, keep: tuple[str, ...] = ()) -> dict[str, Any]:
     """``config`` with its dedup stages, in their order, ``before`` or just ``after`` its budget; a
-    preset whose dedup is already on that side is returned as it is (its own stage order).
+    preset whose dedup is already on that side is returned as it is (its own stage order). The
+    stages named in ``keep`` stay where the preset has them.
 
     Example: ``qa`` (budget, exact, containment, order) placed ``before`` is ``qa`` as it was
     until stop 37 (exact, containment, budget, order); ``tight`` placed ``after`` is compress,
@@ -50,14 +51,15 @@ def placed(config: dict[str, Any], where: str) -> dict[str, Any]:
     stages = config["stages"]
     types = [s["type"] for s in stages]
     cut = types.index("token_budget")
-    dedup = [s for s in stages if s["type"] in DEDUP]
+    moved = tuple(t for t in DEDUP if t not in keep)
+    dedup = [s for s in stages if s["type"] in moved]
     side = (
-        all(t not in DEDUP for t in types[cut:])
+        all(t not in moved for t in types[cut:])
         if where == "before"
-        else all(t not in DEDUP for t in types[:cut])
+        else all(t not in moved for t in types[:cut])
     )
     if not side:
-        rest = [s for s in stages if s["type"] not in DEDUP]
+        rest = [s for s in stages if s["type"] not in moved]
         at = next(i for i, s in enumerate(rest) if s["type"] == "token_budget") + (where == "after")
         stages = rest[:at] + dedup + rest[at:]
     return {**config, "name": f"dedup-{where}-the-cut", "stages": stages}
@@ -71,10 +73,18 @@ def main() -> None:
         "--preset", default="qa", help="the preset whose dedup is placed before and after its cut"
     )
     ap.add_argument("--corpus", default=None, help="chunk corpus JSONL(.gz): the store that expand reads")
+    ap.add_argument(
+        "--keep",
+        default="",
+        help="comma-separated dedup stages that stay where the preset has them (e.g. overlap_dedup)",
+    )
     add_reader_args(ap)
     args = ap.parse_args()
-    before = placed(get_preset(args.preset), "before")
-    after = placed(get_preset(args.preset), "after")
+    keep = tuple(t for t in args.keep.split(",") if t)
+    if unknown := [t for t in keep if t not in DEDUP]:
+        ap.error(f"--keep {','.join(unknown)!r}: not a dedup stage; valid: {', '.join(DEDUP)}")
+    before = placed(get_preset(args.preset), "before", keep)
+    after = placed(get_preset(args.preset), "after", keep)
     queries = load_queries(args.data)
     resources = {"store": open_corpus_store(args.corpus)} if args.corpus else {}
     a = Assembler(before, budget=args.budget, tokenizer="cl100k_base", **resources)
