@@ -45,8 +45,9 @@ def placed(config: dict[str, Any], where: str, keep: tuple[str, ...] = ()) -> di
     stages named in ``keep`` stay where the preset has them.
 
     Example: ``qa`` (budget, exact, containment, order) placed ``before`` is ``qa`` as it was
-    until stop 37 (exact, containment, budget, order); ``tight`` placed ``after`` is compress,
-    budget, exact, overlap, containment, order.
+    until stop 37 (exact, containment, budget, order); ``tight`` as it was until stop 41
+    (bench/plans/tight-stop41.toml) placed ``after`` is compress, budget, exact, overlap,
+    containment, order, and with ``keep=("overlap_dedup",)`` it is the shipped ``tight``.
     """
     stages = config["stages"]
     types = [s["type"] for s in stages]

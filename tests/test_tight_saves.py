@@ -9,7 +9,6 @@ check on the mirrors lists that it saves what a copy took instead of refilling i
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +16,10 @@ import pytest
 from contextwright import Assembler, get_preset
 from contextwright.assembly.presets import load_config_file
 
-from .conftest import SHARED_DATA, _read_jsonl_gz
+from .conftest import REPO, SHARED_DATA, _read_jsonl_gz
 
-REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
-OLD = REPO / "bench" / "plans" / "tight-stop41.toml"
+OLD = BENCH / "plans" / "tight-stop41.toml"
 MIRRORS = SHARED_DATA / "nq_mirrors_dev300.jsonl.gz"
 
 
