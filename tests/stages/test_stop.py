@@ -109,16 +109,18 @@ def test_bounds_refuse_a_huge_floor() -> None:
         RelevanceStop(min_tokens=10**9)
 
 
-def test_frugal_is_qa_with_the_stop_right_before_the_budget_and_its_dedup_first() -> None:
-    """frugal keeps the stages it was measured with (dedup, then the stop, then qa's budget and
-    order); qa dedups after its budget since stop 37, which was not measured with the stop."""
+def test_frugal_is_qa_with_the_stop_right_before_the_budget() -> None:
+    """frugal is qa with the relevance stop just before the budget, its dedup after the cut as in qa
+    (since stop 43; until then it deduped first, bench/plans/frugal-stop42.toml)."""
     assert "frugal" in list_presets()
     qa = [s["type"] for s in get_preset("qa")["stages"]]
     frugal = [s["type"] for s in get_preset("frugal")["stages"]]
     dedup = ["exact_dedup", "containment_dedup"]
     assert qa == ["token_budget", *dedup, "lost_in_the_middle_order"]
-    assert frugal == [*dedup, "relevance_stop", *(t for t in qa if t not in dedup)]
+    assert frugal == ["relevance_stop", *qa]
     assert get_preset("frugal")["format"] == get_preset("qa")["format"]
+    qa_stages = get_preset("qa")["stages"]
+    assert [s for s in get_preset("frugal")["stages"] if s["type"] != "relevance_stop"] == qa_stages
 
 
 def test_frugal_sends_fewer_tokens_than_qa_on_real_lists(

@@ -1,9 +1,11 @@
-"""`tight` dedups after its cut (issue 32, stop 42): the preset is the setting the reader measured.
+"""Presets that dedup after their cut (issue 32): each is the setting the readers measured.
 
 bench/bench_saves.py measured `tight` with its exact and containment dedup placed after the cut and
 its overlap strip kept first (``--keep overlap_dedup``), against `tight` as it was until stop 41
-(bench/plans/tight-stop41.toml). These tests hold the shipped preset to that measured setting, and
-check on the mirrors lists that it saves what a copy took instead of refilling it.
+(bench/plans/tight-stop41.toml), and `frugal` (stop 43) with its dedup placed after its relevance
+stop and budget, against `frugal` as it was until stop 42 (bench/plans/frugal-stop42.toml, dedup
+first). These tests hold the shipped presets to those measured settings, and check on the mirrors
+lists that they save what a copy took instead of refilling it, with every input accounted for.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .conftest import REPO, SHARED_DATA, _read_jsonl_gz
 
 BENCH = REPO / "bench"
 OLD = BENCH / "plans" / "tight-stop41.toml"
+OLD_FRUGAL = BENCH / "plans" / "frugal-stop42.toml"
 MIRRORS = SHARED_DATA / "nq_mirrors_dev300.jsonl.gz"
 
 
@@ -85,3 +88,42 @@ def test_on_copies_tight_saves_what_the_old_one_refilled() -> None:
         for d in dups:
             assert d.related in {c.id for c in a.chunks}
     assert saved >= 20  # on most of these lists the new context is shorter: saved, not refilled
+
+
+def test_the_shipped_frugal_is_the_measured_placement_of_the_old_one() -> None:
+    placed = _placed()
+    old, new = load_config_file(OLD_FRUGAL), get_preset("frugal")
+    assert placed(old, "after")["stages"] == new["stages"]
+    assert [s["type"] for s in old["stages"]][:3] == ["exact_dedup", "containment_dedup", "relevance_stop"]
+    assert old["format"] == new["format"] == "lean"
+    # placed "before" on the new one puts the dedup after the stop, which is not the old order:
+    # the reference plan, not a placement, is what the preset was
+    assert placed(new, "before")["stages"] != old["stages"]
+
+
+@pytest.mark.skipif(not MIRRORS.exists(), reason=f"needs the shared data at {MIRRORS.parent}")
+def test_on_copies_frugal_saves_what_the_old_one_refilled() -> None:
+    queries = _read_jsonl_gz(MIRRORS, limit=40)
+    new = Assembler("frugal", budget=300, tokenizer="cl100k_base")
+    old = Assembler(load_config_file(OLD_FRUGAL), budget=300, tokenizer="cl100k_base")
+    saved = longer = 0
+    for q in queries:
+        a, b = new.assemble(q["question"], q["chunks"]), old.assemble(q["question"], q["chunks"])
+        assert a.report.tokens <= 300 and b.report.tokens <= 300
+        saved += a.report.tokens < b.report.tokens
+        longer += a.report.tokens > b.report.tokens
+        # nothing is lost: every input is in the output or in the report, and a copy's chain of
+        # "duplicate of" (a copy of a copy that containment then found in a third) ends in the output
+        ids = {c.id for c in a.chunks} | {d.chunk_id for d in a.report.dropped}
+        assert ids == {c["id"] for c in q["chunks"]}
+        copy_of = {d.chunk_id: d.related for d in a.report.dropped if d.reason == "duplicate_of"}
+        kept = {c.id for c in a.chunks}
+        for cid in copy_of:
+            seen = {cid}
+            while cid not in kept:
+                cid = copy_of[cid]
+                assert cid not in seen
+                seen.add(cid)
+        # and the output chunk it ends in carries every copy folded into it (its citation's sources)
+        assert set(copy_of) <= {i for c in a.chunks for i in c.duplicates}
+    assert saved >= 25 and longer <= 5  # most contexts are shorter: the copies' tokens are saved
