@@ -28,6 +28,8 @@ from contextwright.stages.order import BookendOrder, ChronologicalOrder, ScoreOr
         ("citations", "numbered", "score_order"),
         ("chat", "minimal", "score_order"),
         ("summarize", "grouped", "chronological_order"),
+        ("frugal", "lean", "lost_in_the_middle_order"),
+        ("documents", "lean", "document_order"),
     ],
 )
 def test_presets(preset: str, fmt: str, order: str) -> None:
@@ -36,10 +38,10 @@ def test_presets(preset: str, fmt: str, order: str) -> None:
     names = [s.name for s in p.stages]
     cut = names.index("token_budget")
     drops = [n for n in names if n in ("exact_dedup", "containment_dedup")]
-    if preset in ("qa", "chat", "tight"):
+    if preset in ("qa", "chat", "tight", "frugal", "documents"):
         # they dedup what their budget kept: a copy's tokens are saved, never refilled (issue 32)
         assert drops and all(names.index(n) > cut for n in drops)
-    else:
+    else:  # citations and summarize drop exact copies only, before a greedy budget
         assert names[0] == "exact_dedup" and cut > 0
 
 

@@ -94,7 +94,7 @@ def test_the_shipped_frugal_is_the_measured_placement_of_the_old_one() -> None:
     placed = _placed()
     old, new = load_config_file(OLD_FRUGAL), get_preset("frugal")
     assert placed(old, "after")["stages"] == new["stages"]
-    assert [s["type"] for s in old["stages"]][:3] == ["exact_dedup", "containment_dedup", "relevance_stop"]
+    assert _types(old)[:3] == ["exact_dedup", "containment_dedup", "relevance_stop"]
     assert old["format"] == new["format"] == "lean"
     # placed "before" on the new one puts the dedup after the stop, which is not the old order:
     # the reference plan, not a placement, is what the preset was
