@@ -9,6 +9,10 @@ so only the questions whose contexts differ are asked, with both settings, throu
 reply cache. Prints the difference over all questions with its 95 % paired bootstrap interval and
 McNemar's p, and the bare-citation replies of each setting.
 
+``--challenger FILE`` compares the preset as shipped with any config file instead (the same
+differing-questions-only pairing), e.g. ``--preset citations --challenger
+bench/plans/citations-containment.toml``.
+
 Run (a llama.cpp server, or any OpenAI-compatible endpoint):
     python bench/bench_saves.py ../shared/data/nq_bm25_confirm500.jsonl.gz --budget 500 \\
         --reader http://127.0.0.1:8765/v1 --model smollm2-135m-instruct \\
@@ -29,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _reader import add_reader_args, open_reader
 from contextwright import Assembler, get_preset
+from contextwright.assembly.presets import load_config_file
 from contextwright.eval import load_queries
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader import evaluate_reader
@@ -79,13 +84,23 @@ def main() -> None:
         default="",
         help="comma-separated dedup stages that stay where the preset has them (e.g. overlap_dedup)",
     )
+    ap.add_argument(
+        "--challenger",
+        default=None,
+        help="a config file (TOML or JSON) to compare with the preset as shipped, instead of moving its dedup",
+    )
     add_reader_args(ap)
     args = ap.parse_args()
     keep = tuple(t for t in args.keep.split(",") if t)
     if unknown := [t for t in keep if t not in DEDUP]:
         ap.error(f"--keep {','.join(unknown)!r}: not a dedup stage; valid: {', '.join(DEDUP)}")
-    before = placed(get_preset(args.preset), "before", keep)
-    after = placed(get_preset(args.preset), "after", keep)
+    if args.challenger:
+        before = {**get_preset(args.preset), "name": args.preset}
+        after = load_config_file(args.challenger)
+        after.setdefault("name", Path(args.challenger).stem)
+    else:
+        before = placed(get_preset(args.preset), "before", keep)
+        after = placed(get_preset(args.preset), "after", keep)
     queries = load_queries(args.data)
     resources = {"store": open_corpus_store(args.corpus)} if args.corpus else {}
     a = Assembler(before, budget=args.budget, tokenizer="cl100k_base", **resources)
@@ -109,7 +124,8 @@ def main() -> None:
     got: dict[str, dict[str, Any]] = {}
     for ans in res.answers:
         got.setdefault(ans.query_id, {})[ans.strategy] = ans
-    pairs = [(pair[before["name"]], pair[after["name"]]) for pair in got.values()]
+    first, second = before["name"], after["name"]
+    pairs = [(pair[first], pair[second]) for pair in got.values()]
     # The questions whose contexts are the same send the same messages: ties, whatever the reply.
     ties = [False] * (len(queries) - len(pairs))
     before = [bool(x.correct) for x, _ in pairs] + ties
@@ -119,10 +135,10 @@ def main() -> None:
     better = sum(1 for x, y in zip(before, now, strict=True) if y and not x)
     failed = sum((not x.ok) + (not y.ok) for x, y in pairs)
     print(
-        f"after - before the cut: {100 * delta:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}] "
+        f"{second} - {first}: {100 * delta:+.1f} points [{100 * low:+.1f}, {100 * high:+.1f}] "
         f"(95 % paired bootstrap, n = {len(queries)}), McNemar p {mcnemar_exact(worse, better):.3f}; "
-        f"right only before {worse}, only after {better}; bare citations before "
-        f"{sum(x.bare for x, _ in pairs)}, after {sum(y.bare for _, y in pairs)} (of {len(differ)}); "
+        f"right only with the first {worse}, only with the second {better}; bare citations "
+        f"{sum(x.bare for x, _ in pairs)} / {sum(y.bare for _, y in pairs)} (of {len(differ)}); "
         f"failed requests {failed}"
     )
 
