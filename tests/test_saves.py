@@ -10,7 +10,11 @@ lists that they save what a copy took instead of refilling it, with every input 
 
 from __future__ import annotations
 
+import gzip
+import json
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,3 +131,44 @@ def test_on_copies_frugal_saves_what_the_old_one_refilled() -> None:
         # and the output chunk it ends in carries every copy folded into it (its citation's sources)
         assert set(copy_of) <= {i for c in a.chunks for i in c.duplicates}
     assert saved >= 25 and longer <= 5  # most contexts are shorter: the copies' tokens are saved
+
+
+@pytest.mark.skipif(not MIRRORS.exists(), reason=f"needs the shared data at {MIRRORS.parent}")
+def test_bench_saves_challenger_asks_only_the_questions_whose_contexts_differ(
+    llama_server: Any, tmp_path: Path
+) -> None:
+    """``bench_saves.py --challenger FILE`` against a real model: the preset as shipped and the
+    config, paired on every question, with only the differing ones asked; a re-run is answered
+    from the reply cache alone (``--offline``)."""
+    challenger = BENCH / "plans" / "citations-containment.toml"
+    ship, other = (
+        Assembler(c, budget=300, tokenizer="cl100k_base") for c in ("citations", load_config_file(challenger))
+    )
+    rows = _read_jsonl_gz(MIRRORS, limit=30)
+    same = [
+        q
+        for q in rows
+        if ship.assemble(q["question"], q["chunks"]).text == other.assemble(q["question"], q["chunks"]).text
+    ]
+    differ = [q for q in rows if q not in same]
+    assert same and len(differ) >= 2  # the mirror copies the shipped preset keeps, the other drops
+    data = tmp_path / "four.jsonl.gz"
+    with gzip.open(data, "wt", encoding="utf-8") as f:
+        for q in [*differ[:2], *same[:2]]:
+            f.write(json.dumps(q) + "\n")
+    cache = tmp_path / "replies.sqlite"
+    args = [
+        *(sys.executable, str(BENCH / "bench_saves.py"), str(data), "--budget", "300"),
+        *("--preset", "citations", "--challenger", str(challenger)),
+        *("--reader", llama_server.base_url, "--model", llama_server.model, "--cache", str(cache)),
+        *("--max-tokens", "8"),
+    ]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "4 questions, 2 with different contexts at 300 tokens" in first
+    line = next(x for x in first.splitlines() if x.startswith("citations-containment - citations:"))
+    assert "(95 % paired bootstrap, n = 4)" in line and "failed requests 0" in line
+    assert line.endswith("(of 2); failed requests 0")
+    again = subprocess.run(
+        [*args, "--offline"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert next(x for x in again.splitlines() if x.startswith("citations-containment")) == line
