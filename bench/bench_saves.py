@@ -76,7 +76,9 @@ def main() -> None:
     ap.add_argument("data")
     ap.add_argument("--budget", type=int, default=500)
     ap.add_argument(
-        "--preset", default="qa", help="the preset whose dedup is placed before and after its cut"
+        "--preset",
+        default="qa",
+        help="the preset whose dedup is placed before and after its cut (with --challenger, a config file too)",
     )
     ap.add_argument("--corpus", default=None, help="chunk corpus JSONL(.gz): the store that expand reads")
     ap.add_argument(
@@ -95,7 +97,11 @@ def main() -> None:
     if unknown := [t for t in keep if t not in DEDUP]:
         ap.error(f"--keep {','.join(unknown)!r}: not a dedup stage; valid: {', '.join(DEDUP)}")
     if args.challenger:
-        before = {**get_preset(args.preset), "name": args.preset}
+        if Path(args.preset).suffix in (".toml", ".json"):  # a config file as the first setting
+            before = load_config_file(args.preset)
+            before.setdefault("name", Path(args.preset).stem)
+        else:
+            before = {**get_preset(args.preset), "name": args.preset}
         after = load_config_file(args.challenger)
         after.setdefault("name", Path(args.challenger).stem)
     else:
