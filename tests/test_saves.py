@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,53 @@ def test_on_copies_frugal_saves_what_the_old_one_refilled() -> None:
         # and the output chunk it ends in carries every copy folded into it (its citation's sources)
         assert set(copy_of) <= {i for c in a.chunks for i in c.duplicates}
     assert saved >= 25 and longer <= 5  # most contexts are shorter: the copies' tokens are saved
+
+
+def test_the_shipped_citations_is_the_measured_challenger() -> None:
+    measured = load_config_file(BENCH / "plans" / "citations-containment.toml")
+    shipped = get_preset("citations")
+    assert measured["stages"] == shipped["stages"] and measured["format"] == shipped["format"] == "numbered"
+
+
+@pytest.mark.skipif(not MIRRORS.exists(), reason=f"needs the shared data at {MIRRORS.parent}")
+def test_on_copies_citations_cites_one_passage_under_one_number() -> None:
+    """Until stop 43 `citations` dropped exact copies only: a mirror's copy of a kept chunk, with a
+    line of boilerplate around it, was sent again under a second number. Now it is folded into the
+    kept chunk, whose citation lists it, and its tokens are saved."""
+    queries = _read_jsonl_gz(MIRRORS, limit=40)
+    new = Assembler("citations", budget=300, tokenizer="cl100k_base")
+    old_config = {
+        **get_preset("citations"),
+        "stages": [s for s in get_preset("citations")["stages"] if s["type"] != "containment_dedup"],
+    }
+    old = Assembler(old_config, budget=300, tokenizer="cl100k_base")
+    twice_before = twice_now = shorter = folded = 0
+    for q in queries:
+        a, b = new.assemble(q["question"], q["chunks"]), old.assemble(q["question"], q["chunks"])
+        assert a.report.tokens <= b.report.tokens <= 300  # saved, never refilled
+        shorter += a.report.tokens < b.report.tokens
+        twice_before += _a_block_repeats(b)
+        twice_now += _a_block_repeats(a)
+        ids = {c.id for c in a.chunks} | {d.chunk_id for d in a.report.dropped}
+        assert ids == {c["id"] for c in q["chunks"]}  # every input in the output or the report
+        by_block = {cid: cit for cit in a.citations for cid in cit.chunk_ids}
+        near = [d for d in a.report.dropped if d.reason == "duplicate_of" and "of its words" in d.detail]
+        for d in near:  # a near copy of what the budget kept: the kept block's citation lists it
+            assert d.chunk_id in by_block[d.related].duplicates
+        folded += len(near)
+    assert twice_before >= 15 and twice_now == 0 and shorter >= 15 and folded >= 15
+
+
+def _a_block_repeats(ctx: Any) -> bool:
+    """Whether some block is mostly (half or more of its 8-word runs) inside the blocks before it."""
+    seen: set[tuple[str, ...]] = set()
+    for c in ctx.chunks:
+        words = re.findall(r"\w+", c.text.lower())
+        runs = {tuple(words[i : i + 8]) for i in range(len(words) - 7)}
+        if runs and len(runs & seen) >= len(runs) / 2:
+            return True
+        seen |= runs
+    return False
 
 
 @pytest.mark.skipif(not MIRRORS.exists(), reason=f"needs the shared data at {MIRRORS.parent}")

@@ -53,10 +53,15 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "lean",
     },
     "citations": {
-        "description": "Answers with citations: numbered blocks in relevance order.",
+        "description": "Answers with citations: whole chunks in rank order, near copies of what it kept dropped (one "
+        "passage, one number; the tokens a copy took are saved, not refilled), numbered blocks in relevance order.",
+        # Containment after the cut (issue 32, stop 44): a mirror's copy with a line of boilerplate
+        # passed exact dedup and was sent twice under two numbers; SmolLM2 reads the deduped
+        # context level (+1.0 / -0.3 on the copies at 300 / 500, +0.4 on confirm500 at 500).
         "stages": [
             {"type": "exact_dedup"},
             {"type": "token_budget", "policy": "greedy"},
+            {"type": "containment_dedup"},
             {"type": "score_order"},
         ],
         "format": "numbered",
