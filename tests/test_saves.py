@@ -28,6 +28,7 @@ from .conftest import REPO, SHARED_DATA, _read_jsonl_gz
 BENCH = REPO / "bench"
 OLD = BENCH / "plans" / "tight-stop41.toml"
 OLD_FRUGAL = BENCH / "plans" / "frugal-stop42.toml"
+OLD_CITATIONS = BENCH / "plans" / "citations-stop43.toml"
 MIRRORS = SHARED_DATA / "nq_mirrors_dev300.jsonl.gz"
 
 
@@ -136,8 +137,10 @@ def test_on_copies_frugal_saves_what_the_old_one_refilled() -> None:
 
 def test_the_shipped_citations_is_the_measured_challenger() -> None:
     measured = load_config_file(BENCH / "plans" / "citations-containment.toml")
-    shipped = get_preset("citations")
+    shipped, old = get_preset("citations"), load_config_file(OLD_CITATIONS)
     assert measured["stages"] == shipped["stages"] and measured["format"] == shipped["format"] == "numbered"
+    # the old one is the shipped one without its containment dedup
+    assert old["stages"] == [s for s in shipped["stages"] if s["type"] != "containment_dedup"]
 
 
 @pytest.mark.skipif(not MIRRORS.exists(), reason=f"needs the shared data at {MIRRORS.parent}")
@@ -147,11 +150,7 @@ def test_on_copies_citations_cites_one_passage_under_one_number() -> None:
     kept chunk, whose citation lists it, and its tokens are saved."""
     queries = _read_jsonl_gz(MIRRORS, limit=40)
     new = Assembler("citations", budget=300, tokenizer="cl100k_base")
-    old_config = {
-        **get_preset("citations"),
-        "stages": [s for s in get_preset("citations")["stages"] if s["type"] != "containment_dedup"],
-    }
-    old = Assembler(old_config, budget=300, tokenizer="cl100k_base")
+    old = Assembler(load_config_file(OLD_CITATIONS), budget=300, tokenizer="cl100k_base")
     twice_before = twice_now = shorter = folded = 0
     for q in queries:
         a, b = new.assemble(q["question"], q["chunks"]), old.assemble(q["question"], q["chunks"])
@@ -188,7 +187,7 @@ def test_bench_saves_challenger_asks_only_the_questions_whose_contexts_differ(
     """``bench_saves.py --challenger FILE`` against a real model: the preset as shipped and the
     config, paired on every question, with only the differing ones asked; a re-run is answered
     from the reply cache alone (``--offline``)."""
-    challenger = BENCH / "plans" / "citations-containment.toml"
+    challenger = OLD_CITATIONS
     ship, other = (
         Assembler(c, budget=300, tokenizer="cl100k_base") for c in ("citations", load_config_file(challenger))
     )
@@ -199,7 +198,7 @@ def test_bench_saves_challenger_asks_only_the_questions_whose_contexts_differ(
         if ship.assemble(q["question"], q["chunks"]).text == other.assemble(q["question"], q["chunks"]).text
     ]
     differ = [q for q in rows if q not in same]
-    assert same and len(differ) >= 2  # the mirror copies the shipped preset keeps, the other drops
+    assert same and len(differ) >= 2  # the mirror copies the old preset keeps, the shipped one drops
     data = tmp_path / "four.jsonl.gz"
     with gzip.open(data, "wt", encoding="utf-8") as f:
         for q in [*differ[:2], *same[:2]]:
@@ -213,10 +212,10 @@ def test_bench_saves_challenger_asks_only_the_questions_whose_contexts_differ(
     ]
     first = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
     assert "4 questions, 2 with different contexts at 300 tokens" in first
-    line = next(x for x in first.splitlines() if x.startswith("citations-containment - citations:"))
+    line = next(x for x in first.splitlines() if x.startswith("citations-stop43 - citations:"))
     assert "(95 % paired bootstrap, n = 4)" in line and "failed requests 0" in line
     assert line.endswith("(of 2); failed requests 0")
     again = subprocess.run(
         [*args, "--offline"], capture_output=True, text=True, timeout=120, check=True
     ).stdout
-    assert next(x for x in again.splitlines() if x.startswith("citations-containment")) == line
+    assert next(x for x in again.splitlines() if x.startswith("citations-stop43")) == line
