@@ -11,7 +11,7 @@ McNemar's p, and the bare-citation replies of each setting.
 
 ``--challenger FILE`` compares the preset as shipped with any config file instead (the same
 differing-questions-only pairing), e.g. ``--preset citations --challenger
-bench/plans/citations-containment.toml``.
+bench/plans/citations-stop43.toml``; ``--preset`` may then be a config file too.
 
 Run (a llama.cpp server, or any OpenAI-compatible endpoint):
     python bench/bench_saves.py ../shared/data/nq_bm25_confirm500.jsonl.gz --budget 500 \\
@@ -71,6 +71,11 @@ def placed(config: dict[str, Any], where: str, keep: tuple[str, ...] = ()) -> di
     return {**config, "name": f"dedup-{where}-the-cut", "stages": stages}
 
 
+def _named(path: str) -> dict[str, Any]:
+    """A config file, named after the file unless it names itself."""
+    return {"name": Path(path).stem, **load_config_file(path)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("data")
@@ -97,13 +102,9 @@ def main() -> None:
     if unknown := [t for t in keep if t not in DEDUP]:
         ap.error(f"--keep {','.join(unknown)!r}: not a dedup stage; valid: {', '.join(DEDUP)}")
     if args.challenger:
-        if Path(args.preset).suffix in (".toml", ".json"):  # a config file as the first setting
-            before = load_config_file(args.preset)
-            before.setdefault("name", Path(args.preset).stem)
-        else:
-            before = {**get_preset(args.preset), "name": args.preset}
-        after = load_config_file(args.challenger)
-        after.setdefault("name", Path(args.challenger).stem)
+        is_file = Path(args.preset).suffix in (".toml", ".json")
+        before = _named(args.preset) if is_file else {**get_preset(args.preset), "name": args.preset}
+        after = _named(args.challenger)
     else:
         before = placed(get_preset(args.preset), "before", keep)
         after = placed(get_preset(args.preset), "after", keep)
