@@ -109,6 +109,11 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
     assert "cap:100" in out.stdout and "fill" in out.stdout
     data = tomllib.loads(profile.read_text())
     assert data["fit"]["model"] == llama_server.model and data["fit"]["budgets"] == [250]
+    # no --knob prompt: the shipped prompt races light (the one without bare "[1]" replies), and the
+    # profile holds the winner (a name only when it is not the default)
+    assert " lean light" in out.stdout
+    chosen = data["fit"]["setting"]["prompt"]
+    assert chosen in ("default", "light") and data.get("prompt", "default") == chosen
     assert (tmp_path / "fit.html").read_text().count("<svg") == 1
     # the same fit again from the reply cache alone: nothing served, the same profile (a GPU lease's
     # replies are re-derived on a CPU this way, under the engine's label)

@@ -34,7 +34,7 @@ def fit_cmd(
             help="Values of one knob to search, knob=v1,v2 (repeatable; one value fixes it). Knobs: amount "
             "(fill, cap:N, stop:R, stop:R+cap:N), order (first, last, ends, prior), dedup (none, exact, "
             "containment, saves-exact, saves-containment), expand (off, on: needs --corpus), framing "
-            "(lean, numbered, minimal), prompt (default, strict, soft, light; default only unless given)."
+            "(lean, numbered, minimal), prompt (default, strict, soft, light; default and light unless given)."
         ),
     ] = None,
     confirm_share: Annotated[float, typer.Option(help="Share of queries held out to confirm on.")] = 0.5,

@@ -31,8 +31,9 @@ the readers measured so far, framing least):
   knowledge where they are silent) or ``light`` (the answer first, then its
   sources, the brackets named once; no "I don't know" clause), each in the
   framing's cited or uncited form. A setting other than ``default`` is
-  written into the profile (``prompt = "strict"``), and every surface that
-  builds the messages sends it. Fixed at ``default`` unless ``--knob prompt=default,light`` (or any names).
+  written into the profile (``prompt = "light"``), and every surface that
+  builds the messages sends it. ``default`` and ``light`` are raced unless
+  ``--knob prompt=...`` names others (one name fixes it).
 
 The starting setting is the ``qa`` preset's (``fill``, ``ends``,
 ``saves-containment``, ``lean``), so the search can only move away from the
@@ -82,7 +83,9 @@ DEFAULT_SPACE: dict[str, tuple[str, ...]] = {
     "dedup": ("containment", "exact", "none", "saves-containment"),
     "expand": ("off",),  # ("off", "on") when a chunk store is given: see with_store
     "framing": ("lean", "numbered", "minimal"),
-    "prompt": ("default",),  # ("default", "strict", "soft", "light") with --knob prompt=...
+    # The shipped prompt against the one that ends Qwen's bare "[1]" replies (stop 45): a reader that
+    # reads ``light`` worse (SmolLM2) keeps ``default``. strict and soft with --knob prompt=...
+    "prompt": ("default", "light"),
 }
 #: The values ``expand`` takes; ``on`` needs a chunk store.
 EXPAND = ("off", "on")
