@@ -6,7 +6,10 @@ same at every budget), and a request's time grows with its prompt. This re-runs 
 from a reply cache that holds its replies (the H200 lease's, under the engine's label), records every
 distinct request with its size in the reader's own tokens (llama.cpp's tokenizer of the GGUF), and
 then, with ``--sample N``, sends a random sample of them to a live server on a fresh cache and
-scales its wall time to the whole search.
+scales its wall time to the whole search. A sample is an upper bound: the search asks every setting
+the same query one after another, and llama.cpp's prompt-prefix cache serves what consecutive
+prompts share, which a random sample loses. The stop-45 search, run end to end on a 2-core CPU,
+took 35 minutes, and the sample had estimated 61 on a slower machine (docs/fit.md, "Cost").
 
     python bench/bench_fit_cost.py ../shared/data/nq_bm25_dev300.jsonl.gz \\
         --gguf SmolLM2-135M-Instruct.Q4_1.gguf --cache gpu_h200.sqlite \\

@@ -363,11 +363,11 @@ def fit_profile(
         confirm_share: The share of queries held out for the confirmation.
         step: Queries per race step (default 25). After each step the worse half of the settings
             stops, so a race ends after about 3 steps. On ``nq_bm25_dev300`` at two budgets
-            (155 fit queries) the default space asks SmolLM2 1,980 requests and sends 942 with 25
-            (about an hour of llama.cpp on 2 cores, timed on a sample: ``bench/bench_fit_cost.py``)
-            and asks 3,380, sends 1,397 with 50; both chose the same setting with the same
-            confirmation (re-run offline from the GPU lease's reply cache). 50 races on twice the
-            queries, for an accelerator or a night.
+            (155 fit queries) the default space asked SmolLM2 2,030 requests and sent 919 with 25:
+            35 minutes of llama.cpp on 2 cores, measured end to end (stop 45). With 50 it asked
+            2,880 and 1,168 distinct (about 45 minutes, scaled by prompt tokens). Both chose the
+            same setting, on llama.cpp's replies and on the GPU lease's. 50 races on twice the
+            queries, when an hour or an accelerator is available.
         prior: A positional prior (file or mapping) for the ``order=prior`` value.
         min_per_part: The fewest queries each part may have (default 50).
         progress: Called with ``(stage, done, total)`` as replies arrive.
