@@ -14,7 +14,7 @@ import pytest
 import contextwright
 from contextwright import Assembler, pipeline_from_config
 from contextwright.core.errors import ConfigError
-from contextwright.eval.fit_space import START, candidate_config, label, parse_space
+from contextwright.eval.fit_space import KNOBS, START, candidate_config, label, parse_space
 from contextwright.render.format import get_format
 from contextwright.render.messages import system_prompt
 
@@ -142,7 +142,8 @@ def test_fit_races_the_prompt_and_writes_it_into_the_profile() -> None:
     assert strict["prompt"] == "strict" and strict["name"] == "fill ends saves-containment lean strict"
     assert pipeline_from_config(strict).prompt == "strict"
     # raced by default since stop 45 (default against light: one step of the fit queries); one name fixes it
-    assert parse_space([])["prompt"] == ("default", "light")
+    assert parse_space([])["prompt"] == ("default", "light") and KNOBS[-1] == "prompt"  # raced last
+    assert candidate_config({**START, "prompt": "light"})["prompt"] == "light"
     assert parse_space(["prompt=default"])["prompt"] == ("default",)
     assert parse_space(["prompt=default,strict,soft"])["prompt"] == ("default", "strict", "soft")
     with pytest.raises(ConfigError, match="Did you mean 'soft'") as err:

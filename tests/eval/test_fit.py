@@ -135,15 +135,6 @@ def test_parse_space_replaces_only_the_knobs_given() -> None:
     assert space["order"] == DEFAULT_SPACE["order"]
 
 
-def test_the_default_search_races_the_shipped_prompt_against_light_last() -> None:
-    """The prompt is measured, not assumed: ``light`` ends Qwen's bare "[1]" replies and SmolLM2 reads
-    it worse, so the default search races both; one name fixes it."""
-    assert KNOBS[-1] == "prompt" and DEFAULT_SPACE["prompt"] == ("default", "light")
-    assert parse_space(["prompt=default"])["prompt"] == ("default",)
-    config = candidate_config({**START, "prompt": "light"})
-    assert config["prompt"] == "light" and "prompt" not in candidate_config(START)
-
-
 def test_the_split_depends_on_ids_not_on_order(queries: Any) -> None:
     fit, confirm = split_queries(queries, 0.5)
     fit2, _ = split_queries(list(reversed(queries)), 0.5)

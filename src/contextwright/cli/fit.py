@@ -41,7 +41,7 @@ def fit_cmd(
     step: Annotated[
         int,
         typer.Option(
-            help="Queries per race step: after each, the worse half of the settings stops (25: the default search on 300 queries sent SmolLM2 919 requests, 35 minutes on 2 cores; 50: a wider race, ~1,170, ~45 minutes)."
+            help="Queries per race step: after each, the worse half of the settings stops (25: the default search on 300 queries sent SmolLM2 919 requests, 35 minutes on 2 cores; 50: a wider race, ~1,170, ~44 minutes)."
         ),
     ] = 25,
     min_queries: Annotated[

@@ -365,7 +365,7 @@ def fit_profile(
             stops, so a race ends after about 3 steps. On ``nq_bm25_dev300`` at two budgets
             (155 fit queries) the default space asked SmolLM2 2,030 requests and sent 919 with 25:
             35 minutes of llama.cpp on 2 cores, measured end to end (stop 45). With 50 it asked
-            2,880 and 1,168 distinct (about 45 minutes, scaled by prompt tokens). Both chose the
+            2,880 and 1,168 distinct (about 44 minutes, scaled by prompt tokens). Both chose the
             same setting, on llama.cpp's replies and on the GPU lease's. 50 races on twice the
             queries, when an hour or an accelerator is available.
         prior: A positional prior (file or mapping) for the ``order=prior`` value.
