@@ -115,6 +115,11 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
     chosen = data["fit"]["setting"]["prompt"]
     assert chosen in ("default", "light") and data.get("prompt", "default") == chosen
     assert (tmp_path / "fit.html").read_text().count("<svg") == 1
+    # what the confirmation does not support is said under the verdict and kept in the profile
+    said = [
+        line.removeprefix("Caution: ") for line in out.stdout.splitlines() if line.startswith("Caution: ")
+    ]
+    assert said == data["fit"].get("cautions", [])
     # the same fit again from the reply cache alone: nothing served, the same profile (a GPU lease's
     # replies are re-derived on a CPU this way, under the engine's label)
     again = tmp_path / "again.toml"

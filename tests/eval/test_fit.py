@@ -14,7 +14,15 @@ import pytest
 import contextwright
 from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
-from contextwright.eval.fit import Trial, _excluded, _moved, fit_profile, split_queries
+from contextwright.eval.fit import (
+    Confirmation,
+    FitResult,
+    Trial,
+    _excluded,
+    _moved,
+    fit_profile,
+    split_queries,
+)
 from contextwright.eval.fit_report import dump_toml, write_fit_html, write_profile
 from contextwright.eval.fit_space import (
     DEFAULT_SPACE,
@@ -215,6 +223,89 @@ def test_expand_is_searched_only_with_a_store_and_refused_without_one(queries: A
     with never_contacted as reader, pytest.raises(ConfigError, match="pass --corpus FILE"):
         fit_profile(queries, reader=reader, space=with_store(DEFAULT_SPACE))
     assert candidate_config({k: v for k, v in START.items() if k != "expand"}) == candidate_config(START)
+
+
+def _confirmed(
+    budget: int, acc: float, naive: float, *, low: float, high: float, **shares: float
+) -> Confirmation:
+    """A confirmation at ``budget``: accuracy against naive's, the interval of the difference around it."""
+    return Confirmation(
+        budget=budget,
+        queries=145,
+        accuracy=acc,
+        naive_accuracy=naive,
+        delta=acc - naive,
+        delta_low=low,
+        delta_high=high,
+        p_value=0.5,
+        tokens_mean=400.0,
+        naive_tokens_mean=float(budget),
+        retention=shares.get("retention", 0.9),
+        naive_retention=shares.get("naive_retention", 0.9),
+        bare_share=shares.get("bare_share", 0.0),
+        naive_bare_share=0.0,
+    )
+
+
+def _fitted(*confirmations: Confirmation) -> FitResult:
+    setting = {**START, "amount": "cap:400"}
+    meta = {"model": "m", "data": "dev", "confirm_queries": 145, "fit_queries": 155, "budgets": [500, 1000]}
+    return FitResult(setting, candidate_config(setting), (), confirmations, meta)
+
+
+def test_a_confirmed_profile_carries_no_caution(tmp_path: Path) -> None:
+    result = _fitted(
+        _confirmed(500, 0.30, 0.25, low=0.01, high=0.09, bare_share=0.029, retention=0.886),
+        _confirmed(1000, 0.30, 0.20, low=0.05, high=0.15),
+    )
+    assert result.cautions == ()
+    data = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())
+    assert "cautions" not in data["fit"] and result.to_dict()["cautions"] == []
+    assert "Cautions" not in write_fit_html(result, tmp_path / "fit.html").read_text()
+
+
+def test_cautions_name_what_the_confirmation_does_not_support(tmp_path: Path) -> None:
+    """The Qwen CPU fit of stop 46: level at 500, under naive at 1,000 (naive's best), 4.1 % bare replies."""
+    result = _fitted(
+        _confirmed(500, 0.331, 0.324, low=-0.069, high=0.076, bare_share=0.041),
+        _confirmed(1000, 0.331, 0.366, low=-0.110, high=0.041, bare_share=0.041),
+    )
+    under, best, bare = result.cautions
+    assert (
+        under.startswith("At 1,000 tokens the profile reads 3.5 points under naive")
+        and "not confirmed" in under
+    )
+    assert "--step 50" in under
+    assert best.startswith("Naive's best, 36.6 % at 1,000 tokens, reads above the profile (33.1 % at 500)")
+    assert "4.1 % at 500 tokens, 4.1 % at 1,000 tokens" in bare and "--knob framing=minimal" in bare
+    data = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())
+    assert data["fit"]["cautions"] == list(result.cautions)
+    html = write_fit_html(result, tmp_path / "fit.html").read_text()
+    assert "Cautions" in html and html.count("<li>") == 3
+
+
+def test_a_profile_worse_than_naive_is_called_worse_and_retention_is_guarded_only_where_it_gains() -> None:
+    result = _fitted(
+        _confirmed(500, 0.30, 0.22, low=0.02, high=0.14, retention=0.85, naive_retention=0.93),
+        _confirmed(1000, 0.15, 0.25, low=-0.16, high=-0.04, retention=0.70, naive_retention=0.97),
+    )
+    worse, kept = result.cautions
+    assert (
+        worse.startswith("At 1,000 tokens the profile reads 10.0 points under naive")
+        and "reads worse" in worse
+    )
+    # retention fell at both budgets, but only at 500 does the reader gain; under naive's best (25 %
+    # at 1,000) the profile is not: 30 % at 500
+    assert "8.0 points under naive's at 500 tokens" in kept and "1,000" not in kept
+
+
+def test_the_caution_thresholds_are_the_issue_targets() -> None:
+    """Bare replies under 3 %, retention within 1.5 points: at the line, a caution; just under it, none."""
+    at = _fitted(_confirmed(500, 0.30, 0.25, low=0.01, high=0.09, bare_share=0.03, retention=0.885))
+    assert len(at.cautions) == 2
+    under = _fitted(_confirmed(500, 0.30, 0.25, low=0.01, high=0.09, bare_share=0.0299, retention=0.8851))
+    level = _fitted(_confirmed(500, 0.25, 0.25, low=-0.05, high=0.05))
+    assert under.cautions == () and level.cautions == ()
 
 
 def test_dump_toml_round_trips_a_profile() -> None:

@@ -206,6 +206,8 @@ def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | Non
         )
     print_uncut(render_fit_table(result))
     print(f"Verdict: {result.verdict}")
+    for caution in result.cautions:  # what the held-out confirmation does not support
+        print(f"Caution: {caution}")
     m = result.meta
     err.print(
         f"asked {m['requests']:,} requests: {m['sent']:,} answered by the reader now, the rest from its cache "

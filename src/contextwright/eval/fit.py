@@ -146,14 +146,21 @@ class FitResult:
         """One readable sentence of what the confirmation showed."""
         return verdict(self)
 
+    @property
+    def cautions(self) -> tuple[str, ...]:
+        """What the confirmation does not support, in plain words (empty when it supports the profile)."""
+        return cautions(self)
+
     def profile(self) -> dict[str, Any]:
         """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
         out = dict(self.config)
         out["description"] = f"Fitted to {self.meta['model']} by contextwright fit: {self.verdict}"
+        said = self.cautions
         out["fit"] = {
             **{k: v for k, v in self.meta.items() if v is not None},
             "setting": dict(self.setting),
             "verdict": self.verdict,
+            **({"cautions": list(said)} if said else {}),
             "confirm": [c.to_dict() for c in self.confirmations],
         }
         return out
@@ -163,6 +170,7 @@ class FitResult:
             "setting": dict(self.setting),
             "config": dict(self.config),
             "verdict": self.verdict,
+            "cautions": list(self.cautions),
             "meta": dict(self.meta),
             "confirm": [c.to_dict() for c in self.confirmations],
             "trials": [t.to_dict() for t in self.trials],
@@ -541,3 +549,69 @@ def verdict(result: FitResult) -> str:
         f"Δ against naive with 95 % paired intervals, {deltas} points; confirmed on {m['confirm_queries']} "
         f"held-out queries{' of ' + str(m['data']) if m.get('data') else ''}, chosen on {m['fit_queries']} others."
     )
+
+
+#: The share of bare-citation replies (a ``[n]`` and no answer) from which :func:`cautions` warns:
+#: issue 32 asks for under 3 % in every preset.
+BARE_CAUTION = 0.03
+#: The answer-retention fall against naive from which :func:`cautions` warns where the reader
+#: gains (issue 32's guard: at most 1.5 points).
+RETENTION_CAUTION = 0.015
+
+
+def cautions(result: FitResult) -> tuple[str, ...]:
+    """What the held-out confirmation does not support, one plain sentence each (empty when it supports it).
+
+    * a budget at which the profile reads under naive (the point estimate; "worse" when the
+      whole 95 % interval lies under zero): there the profile is not confirmed;
+    * naive's best budget reading above the profile at a budget where the profile beats naive;
+    * bare-citation replies at :data:`BARE_CAUTION` or more;
+    * answer retention :data:`RETENTION_CAUTION` or more under naive's at a budget where the reader gains.
+
+    Point estimates on a few hundred queries: a caution says where to look, not that the
+    profile is wrong, and the verdict keeps the intervals.
+    """
+    cs = result.confirmations
+    if not cs:
+        return ()
+    out: list[str] = []
+    under = [c for c in cs if c.delta < 0]
+    for c in under:
+        how = (
+            "reads worse than naive (the interval lies under zero)"
+            if c.delta_high < 0
+            else "is not confirmed"
+        )
+        out.append(
+            f"At {c.budget:,} tokens the profile reads {100 * -c.delta:.1f} points under naive on the held-out "
+            f"queries ({100 * c.delta_low:+.1f}…{100 * c.delta_high:+.1f}): it {how} there, where the chunks "
+            "joined in rank order up to the budget (naive) read better. Search again on more queries (more "
+            "labelled queries, or --step 50), or keep the profile to the budgets it was confirmed at."
+        )
+    best = max(cs, key=lambda c: c.naive_accuracy)
+    below = [c for c in cs if c.delta >= 0 and c.accuracy < best.naive_accuracy]
+    if below:
+        at = ", ".join(f"{100 * c.accuracy:.1f} % at {c.budget:,}" for c in below)
+        out.append(
+            f"Naive's best, {100 * best.naive_accuracy:.1f} % at {best.budget:,} tokens, reads above the profile "
+            f"({at}): where {best.budget:,} tokens can be sent, naive read better on these queries."
+        )
+    bare = [c for c in cs if c.bare_share >= BARE_CAUTION]
+    if bare:
+        at = ", ".join(f"{100 * c.bare_share:.1f} % at {c.budget:,} tokens" for c in bare)
+        out.append(
+            f"The reader replied to the profile's held-out queries with a bare citation (a [n] and no answer): "
+            f"{at} (naive: {100 * max(c.naive_bare_share for c in bare):.1f} %). Framing with [n] labels draws "
+            "them from some models: fit again with --knob framing=minimal, or --knob prompt=light."
+        )
+    fell = [c for c in cs if c.delta > 0 and c.naive_retention - c.retention >= RETENTION_CAUTION]
+    if fell:
+        at = ", ".join(
+            f"{100 * (c.naive_retention - c.retention):.1f} points under naive's at {c.budget:,} tokens"
+            for c in fell
+        )
+        out.append(
+            f"Answer retention (the answer string in the context) is {at}, where the reader gains: this reader "
+            "reads the shorter context better, but a reader that needs the passages left out would not find them."
+        )
+    return tuple(out)

@@ -139,7 +139,8 @@ def _plot(result: FitResult) -> str:
         ax.set_ylabel("accuracy (%)")
         ax.set_title("fit queries (dots) and held-out confirmation (x naive, * profile)", fontsize="small")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small")
+        if knobs:  # a search with every knob fixed raced nothing: only the confirmation is drawn
+            ax.legend(fontsize="x-small")
         return _svg(fig, "fit-")
 
 
@@ -161,6 +162,13 @@ def write_fit_html(result: FitResult, path: str | Path) -> Path:
         f"<title>contextwright fit</title><style>{_CSS}</style></head><body>",
         "<h1>contextwright fit</h1>",
         f"<p><b>Verdict:</b> {_e(result.verdict)}</p>",
+        *(
+            ["<p><b>Cautions</b> (what the confirmation does not support):</p><ul>"]
+            + [f"<li>{_e(c)}</li>" for c in result.cautions]
+            + ["</ul>"]
+            if result.cautions
+            else []
+        ),
         "<h2>Confirmation on the held-out queries</h2>",
         _table(conf_head, rows),
         "<h2>Accuracy against tokens sent, per knob</h2>",
