@@ -304,8 +304,10 @@ def _report_reader(measured: Any, prior_out: str | None) -> None:
     import json
     from pathlib import Path
 
+    from contextwright.eval.reader_results import BARE_LIMIT
+
     for s in measured.summaries:  # the bare% column is in --wide; a prompt that draws them is said here too
-        if s.bare_share is not None and s.bare_share > 0.03:
+        if s.bare_share is not None and s.bare_share >= BARE_LIMIT:
             err.print(
                 f"[yellow]reader: {100 * s.bare_share:.0f} % of {escape(s.strategy)}'s replies at {s.budget} are a "
                 "citation and nothing else (bare%, --wide): the prompt drew a citation instead of an answer.[/]",

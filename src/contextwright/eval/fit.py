@@ -48,6 +48,7 @@ from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_
 from contextwright.eval.metrics import answer_in_text, mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader, logger
 from contextwright.eval.reader_requests import Request, answer_of, strategy_request, system_of
+from contextwright.eval.reader_results import BARE_LIMIT
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy, Strategy
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
@@ -551,9 +552,6 @@ def verdict(result: FitResult) -> str:
     )
 
 
-#: The share of bare-citation replies (a ``[n]`` and no answer) from which :func:`cautions` warns:
-#: issue 32 asks for under 3 % in every preset.
-BARE_CAUTION = 0.03
 #: The answer-retention fall against naive from which :func:`cautions` warns where the reader
 #: gains (issue 32's guard: at most 1.5 points).
 RETENTION_CAUTION = 0.015
@@ -565,7 +563,8 @@ def cautions(result: FitResult) -> tuple[str, ...]:
     * a budget at which the profile reads under naive (the point estimate; "worse" when the
       whole 95 % interval lies under zero): there the profile is not confirmed;
     * naive's best budget reading above the profile at a budget where the profile beats naive;
-    * bare-citation replies at :data:`BARE_CAUTION` or more;
+    * bare-citation replies at :data:`~contextwright.eval.reader_results.BARE_LIMIT` or more (the
+      share at which ``eval --reader`` warns too);
     * answer retention :data:`RETENTION_CAUTION` or more under naive's at a budget where the reader gains.
 
     Point estimates on a few hundred queries: a caution says where to look, not that the
@@ -596,7 +595,7 @@ def cautions(result: FitResult) -> tuple[str, ...]:
             f"Naive's best, {100 * best.naive_accuracy:.1f} % at {best.budget:,} tokens, reads above the profile "
             f"({at}): where {best.budget:,} tokens can be sent, naive read better on these queries."
         )
-    bare = [c for c in cs if c.bare_share >= BARE_CAUTION]
+    bare = [c for c in cs if c.bare_share >= BARE_LIMIT]
     if bare:
         at = ", ".join(f"{100 * c.bare_share:.1f} % at {c.budget:,} tokens" for c in bare)
         out.append(

@@ -156,6 +156,7 @@ def write_fit_html(result: FitResult, path: str | Path) -> Path:
         raise missing_extra("matplotlib", "eval") from None
     conf_head, rows = _confirm_rows(result)
     trial_head, trials = _trial_rows(result)
+    said = [f"<li>{_e(c)}</li>" for c in result.cautions]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -163,10 +164,8 @@ def write_fit_html(result: FitResult, path: str | Path) -> Path:
         "<h1>contextwright fit</h1>",
         f"<p><b>Verdict:</b> {_e(result.verdict)}</p>",
         *(
-            ["<p><b>Cautions</b> (what the confirmation does not support):</p><ul>"]
-            + [f"<li>{_e(c)}</li>" for c in result.cautions]
-            + ["</ul>"]
-            if result.cautions
+            ["<p><b>Cautions</b> (what the confirmation does not support):</p><ul>", *said, "</ul>"]
+            if said
             else []
         ),
         "<h2>Confirmation on the held-out queries</h2>",
