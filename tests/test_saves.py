@@ -29,6 +29,10 @@ BENCH = REPO / "bench"
 OLD = BENCH / "plans" / "tight-stop41.toml"
 OLD_FRUGAL = BENCH / "plans" / "frugal-stop42.toml"
 OLD_CITATIONS = BENCH / "plans" / "citations-stop43.toml"
+OLD_SUMMARIZE = BENCH / "plans" / "summarize-stop46.toml"
+#: The presets that keep whole chunks and gained containment dedup after their greedy budget, each
+#: with the plan of what it was before (citations at stop 44, summarize at stop 47).
+WHOLE_CHUNKS = [("citations", OLD_CITATIONS, "numbered"), ("summarize", OLD_SUMMARIZE, "grouped")]
 MIRRORS = SHARED_DATA / "nq_mirrors_dev300.jsonl.gz"
 
 
@@ -135,22 +139,26 @@ def test_on_copies_frugal_saves_what_the_old_one_refilled() -> None:
     assert saved >= 25 and longer <= 5  # most contexts are shorter: the copies' tokens are saved
 
 
-def test_the_shipped_citations_is_the_old_one_with_containment_after_its_budget() -> None:
-    shipped, old = get_preset("citations"), load_config_file(OLD_CITATIONS)
-    assert shipped["format"] == old["format"] == "numbered"
+@pytest.mark.parametrize(("preset", "plan", "fmt"), WHOLE_CHUNKS)
+def test_the_shipped_preset_is_the_old_one_with_containment_after_its_budget(
+    preset: str, plan: Path, fmt: str
+) -> None:
+    shipped, old = get_preset(preset), load_config_file(plan)
+    assert shipped["format"] == old["format"] == fmt
     # the measured setting: the old stages, with containment dedup just after the greedy budget
     cut = _types(old).index("token_budget") + 1
     assert shipped["stages"] == [*old["stages"][:cut], {"type": "containment_dedup"}, *old["stages"][cut:]]
 
 
 @pytest.mark.skipif(not MIRRORS.exists(), reason=f"needs the shared data at {MIRRORS.parent}")
-def test_on_copies_citations_cites_one_passage_under_one_number() -> None:
-    """Until stop 43 `citations` dropped exact copies only: a mirror's copy of a kept chunk, with a
-    line of boilerplate around it, was sent again under a second number. Now it is folded into the
-    kept chunk, whose citation lists it, and its tokens are saved."""
+@pytest.mark.parametrize(("preset", "plan", "fmt"), WHOLE_CHUNKS)
+def test_on_copies_a_whole_chunk_preset_sends_a_passage_once(preset: str, plan: Path, fmt: str) -> None:
+    """Until stop 43 `citations` (46 `summarize`) dropped exact copies only: a mirror's copy of a
+    kept chunk, with a line of boilerplate around it, was sent again (in `citations` under a second
+    number). Now it is folded into the kept chunk, whose citation lists it, and its tokens are saved."""
     queries = _read_jsonl_gz(MIRRORS, limit=40)
-    new = Assembler("citations", budget=300, tokenizer="cl100k_base")
-    old = Assembler(load_config_file(OLD_CITATIONS), budget=300, tokenizer="cl100k_base")
+    new = Assembler(preset, budget=300, tokenizer="cl100k_base")
+    old = Assembler(load_config_file(plan), budget=300, tokenizer="cl100k_base")
     twice_before = twice_now = shorter = folded = 0
     for q in queries:
         a, b = new.assemble(q["question"], q["chunks"]), old.assemble(q["question"], q["chunks"])

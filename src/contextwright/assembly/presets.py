@@ -99,10 +99,14 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "format": "lean",
     },
     "summarize": {
-        "description": "Summarization: grouped by document, in reading order.",
+        "description": "Summarization: whole chunks in rank order, near copies of what it kept dropped (a passage "
+        "once; the tokens a copy took are saved, not refilled), grouped by document, in reading order.",
+        # Containment after the cut, as in citations (issue 32, stop 47): the last preset that dropped
+        # exact copies only, so a mirror's copy with a line of boilerplate was sent twice.
         "stages": [
             {"type": "exact_dedup"},
             {"type": "token_budget", "policy": "greedy"},
+            {"type": "containment_dedup"},
             {"type": "chronological_order"},
         ],
         "format": "grouped",
