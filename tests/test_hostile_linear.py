@@ -127,16 +127,16 @@ def _assembler(preset: str, chunks: list[dict[str, Any]], budget: int, **options
 def _cold_cpu(asm: Assembler, chunks: list[dict[str, Any]], *, runs: int = 2) -> float:
     """CPU seconds of one assembly with every cache empty, the best of ``runs``.
 
-    The collector is run before and kept off during the timed call: late in the suite the process
-    holds thousands of tests' objects, and a full collection triggered inside the call would bill
-    their traversal to the assembly (one suite run timed the 4x fill-window case at 99 ms, where
-    it takes 56 ms alone).
+    The collector is kept off during the timed call: late in the suite the process holds
+    thousands of tests' objects, and a full collection triggered inside the call would bill their
+    traversal to the assembly (one suite run timed the 4x fill-window case at 99 ms, where it takes
+    56 ms alone). It is not run before the call: a full collection of the suite's heap per timed
+    call cost more time than the whole file's assemblies.
     """
     best = float("inf")
     for _ in range(runs):
         clear_all()
         asm.clear_caches()
-        gc.collect()
         gc.disable()
         try:
             start = time.thread_time()
