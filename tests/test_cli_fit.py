@@ -61,6 +61,16 @@ def test_fit_names_a_bad_knob(dev: Path, tmp_path: Path) -> None:
     assert out.returncode == 2 and "amount 'all' is not a setting" in out.stderr and "cap:N" in out.stderr
 
 
+def test_fit_refuses_a_retention_guard_out_of_range_and_says_it_is_in_points(
+    dev: Path, tmp_path: Path
+) -> None:
+    for value in ("-1", "150"):
+        out = _unreachable(dev, tmp_path, "--max-retention-loss", value, "--out", str(tmp_path / "p.toml"))
+        assert out.returncode == 2 and "--max-retention-loss is in points" in out.stderr
+        assert "Use e.g. 1.5" in out.stderr and value.lstrip("-") in out.stderr
+    assert not (tmp_path / "p.toml").exists()
+
+
 def test_fit_refuses_expand_without_a_corpus_and_names_the_flag(dev: Path, tmp_path: Path) -> None:
     out = _unreachable(dev, tmp_path, "--knob", "expand=off,on")
     assert out.returncode == 2 and "expand=on" in out.stderr and "--corpus FILE" in out.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
@@ -18,12 +19,16 @@ from contextwright.eval.fit import (
     Confirmation,
     FitResult,
     Trial,
+    _Asker,
     _excluded,
+    _Guard,
+    _knob,
     _moved,
+    _RaceRules,
     fit_profile,
     split_queries,
 )
-from contextwright.eval.fit_report import dump_toml, write_fit_html, write_profile
+from contextwright.eval.fit_report import dump_toml, render_fit_table, write_fit_html, write_profile
 from contextwright.eval.fit_space import (
     DEFAULT_SPACE,
     KNOBS,
@@ -33,8 +38,10 @@ from contextwright.eval.fit_space import (
     parse_space,
     with_store,
 )
+from contextwright.eval.metrics import answer_in_text
 from contextwright.eval.reader import Reader
-from contextwright.tokens import get_tokenizer
+from contextwright.eval.strategies import NaiveStrategy
+from contextwright.tokens import CachedTokenizer, get_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -392,6 +399,95 @@ def test_every_shipped_profile_loads_as_a_preset_and_sends_at_most_its_ceiling(p
         ctx = contextwright.assemble("what is the value?", CHUNKS, preset=str(profile), budget=budget)
         assert ctx.tokens <= min([budget, *ceilings])
         assert _accounted(ctx) == {c["id"] for c in CHUNKS}
+
+
+def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
+    llama_server: Any, queries: Any, tmp_path: Path
+) -> None:
+    """With ``max_retention_loss``, a setting whose contexts hold the answer string less often than
+    naive's on the fit queries does not race: the reader is asked the confirmation only."""
+    cache = tmp_path / "reader.sqlite"
+    space = {
+        "amount": ("cap:40", "fill"),
+        "order": ("ends",),
+        "dedup": ("containment",),
+        "framing": ("lean",),
+    }
+    picked = queries[:12]
+    fit, confirm = split_queries([q for q in picked if q.answers], 0.5)
+    with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:
+        seen: list[str] = []
+        result = fit_profile(
+            picked,
+            reader=reader,
+            budgets=(250,),
+            space=space,
+            step=4,
+            min_per_part=4,
+            progress=lambda s, d, t: seen.append(s),
+            max_retention_loss=0.015,
+        )
+    capped, filled = result.trials
+    # what the guard measured is what the contexts hold, counted here without it
+    tok = CachedTokenizer(get_tokenizer("cl100k_base").base)
+    naive = [
+        answer_in_text(NaiveStrategy().run(q.question, q.chunks, budget=250, tokenizer=tok).text, q.answers)
+        for q in fit
+    ]
+    loss = sum(naive) / len(fit) - sum(capped.retained.values()) / len(fit)
+    assert loss > 0.015 and capped.retained.keys() == {q.id for q in fit}
+    assert (
+        capped.guarded
+        == f"answer retention {100 * loss:.1f} points under naive's at 250 tokens (the guard allows 1.5)"
+    )
+    assert not capped.scores and capped.dropped_after == 0  # never asked
+    assert not filled.guarded and not filled.scores and filled.dropped_after is None
+    assert filled.outcome == "the only value the guard left (not raced)"
+    assert result.setting["amount"] == "fill"
+    # the reader saw the confirmation only: the profile and naive on each held-out query
+    assert set(seen) == {"confirm"} and result.meta["requests"] == 2 * len(confirm)
+    with sqlite3.connect(cache) as db:
+        (rows,) = db.execute("SELECT COUNT(*) FROM replies").fetchone()
+    assert rows == result.meta["sent"] <= 2 * len(confirm)
+    assert result.meta["max_retention_loss"] == 0.015
+    assert "within 1.5 points of naive's answer retention" in result.verdict
+    data = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())
+    assert data["fit"]["max_retention_loss"] == 0.015
+    assert json.loads(json.dumps(result.to_dict()))["trials"][0]["guarded"] == capped.guarded
+    from rich.console import Console
+
+    console = Console(width=400, record=True, file=io.StringIO())
+    console.print(render_fit_table(result))
+    shown = console.export_text()
+    assert "guarded: answer retention" in shown and "(not raced)" in shown and "—" in shown
+
+
+def test_when_the_guard_lets_no_value_through_the_least_loss_is_kept_without_asking(
+    queries: Any,
+) -> None:
+    fit, _ = split_queries([q for q in queries[:40] if q.answers], 0.5)
+    tok = CachedTokenizer(get_tokenizer("cl100k_base").base)
+    with Reader("http://127.0.0.1:9/v1", model="m") as never_contacted:  # a request would fail the fit
+        asker = _Asker(never_contacted, (300,), tok, {}, None)
+        guard = _Guard(asker, fit, 0.0, None)
+        setting, trials = _knob(
+            asker, "amount", START, ("cap:30", "cap:80"), fit, guard, _RaceRules(25, None, "leader")
+        )
+        assert asker.asked == 0
+    short, longer = trials
+    assert short.guarded and longer.guarded  # both lose answers against naive at 300 tokens
+    kept_share = sum(longer.retained.values()) > sum(short.retained.values())
+    assert kept_share and setting["amount"] == "cap:80"
+    assert longer.dropped_after is None and longer.outcome.endswith("kept: no value passed the guard")
+    assert short.dropped_after == 0
+
+
+def test_a_retention_guard_out_of_range_is_refused(queries: Any) -> None:
+    with Reader("http://127.0.0.1:9/v1", model="m") as reader:
+        for bad in (1.5, -0.1, True):
+            with pytest.raises(ConfigError, match="max_retention_loss is a share") as err:
+                fit_profile(queries, reader=reader, max_retention_loss=bad)
+            assert "0.015 for 1.5 points" in str(err.value)
 
 
 def test_a_fit_in_which_every_request_failed_raises_instead_of_choosing(queries: Any, tmp_path: Path) -> None:

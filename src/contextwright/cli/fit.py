@@ -55,6 +55,14 @@ def fit_cmd(
             "against it is above zero."
         ),
     ] = "leader",
+    max_retention_loss: Annotated[
+        float | None,
+        typer.Option(
+            help="The retention guard, in points: a setting whose answer retention (the share of fit queries "
+            "whose context holds an answer string) falls more than this under naive's at any budget does not "
+            "race and is never sent to the reader, e.g. 1.5. Default: no guard (the reader alone decides)."
+        ),
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Use only the first N queries.")] = None,
     prior: Annotated[
         str | None, typer.Option(help="A measured positional prior file, for order=prior.")
@@ -118,6 +126,11 @@ def fit_cmd(
         budgets = [int(b) for b in _csv(budget)]
     except ValueError:
         fail(f"--budget must be comma-separated integers, e.g. 500,1000; got {budget!r}.")
+    if max_retention_loss is not None and not 0.0 <= max_retention_loss < 100.0:
+        fail(
+            f"--max-retention-loss is in points of answer retention, from 0 to under 100; got "
+            f"{max_retention_loss:g}. Use e.g. 1.5."
+        )
     try:
         if prior is not None:  # inline in the profile, so it does not depend on where it is read
             from contextwright.assembly.presets import load_config_file
@@ -155,6 +168,7 @@ def fit_cmd(
             data_name=Path(data).name,
             move_on=move_on,
             resources=resources,
+            max_retention_loss=None if max_retention_loss is None else max_retention_loss / 100.0,
         )
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:

@@ -18,7 +18,11 @@
    the default), and the next knob races from there; ``move_on="evidence"``
    moves a knob only when the leader's paired interval against the current
    value lies wholly above zero. The held-out confirmation, not the race, is
-   the guard against a lucky leader.
+   the guard against a lucky leader. With ``max_retention_loss`` (the
+   retention guard), a setting whose answer retention on the fit queries falls
+   more than that under naive's at any budget does not race: retention is
+   measured by assembling, without the reader, so what the guard rules out is
+   never sent to it.
 3. **Confirm on the held-out part:** the chosen setting against ``naive`` at
    every budget, with the paired bootstrap interval and McNemar's p. Only the
    confirmation is reported as the result; the fit figures choose, they never
@@ -47,7 +51,7 @@ from contextwright.eval.data import EvalQuery
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
 from contextwright.eval.metrics import answer_in_text, mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader, logger
-from contextwright.eval.reader_requests import Request, answer_of, strategy_request, system_of
+from contextwright.eval.reader_requests import Request, answer_of, strategy_request, system_of, tokens_sent
 from contextwright.eval.reader_results import BARE_LIMIT
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy, Strategy
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
@@ -72,6 +76,8 @@ class Trial:
         tokens: Per fit query, the mean tokens sent over the budgets.
         dropped_after: Queries seen when the race dropped it (``None``: it survived).
         retained: Per fit query, the share of budgets whose context holds an answer.
+        guarded: Why the retention guard kept it out of the race (``""``: it raced). A guarded
+            setting is never sent to the reader, so its ``scores`` are empty.
     """
 
     knob: str
@@ -80,6 +86,7 @@ class Trial:
     tokens: Mapping[str, float]
     dropped_after: int | None
     retained: Mapping[str, float] = field(default_factory=dict)
+    guarded: str = ""
 
     @property
     def label(self) -> str:
@@ -93,6 +100,16 @@ class Trial:
     def tokens_mean(self) -> float:
         return _mean(self.tokens.values())
 
+    @property
+    def outcome(self) -> str:
+        """How the race treated it, in words (the fit table's last column)."""
+        if self.guarded:
+            kept = "; kept: no value passed the guard" if self.dropped_after is None else ""
+            return f"guarded: {self.guarded}{kept}"
+        if not self.scores:
+            return "the only value the guard left (not raced)"
+        return "survived" if self.dropped_after is None else f"dropped after {self.dropped_after}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "knob": self.knob,
@@ -103,6 +120,7 @@ class Trial:
             "retention": _mean(self.retained.values()),
             "tokens_mean": self.tokens_mean,
             "dropped_after": self.dropped_after,
+            **({"guarded": self.guarded} if self.guarded else {}),
         }
 
 
@@ -218,31 +236,31 @@ class _Asker:
     def __post_init__(self) -> None:
         self.system = system_of(self.reader)
 
+    def request(self, query: EvalQuery, strategy: Strategy, budget: int) -> Request:
+        """The request ``eval --reader`` would send for ``strategy`` at ``budget`` (nothing is asked)."""
+        req = strategy_request(
+            query,
+            strategy,
+            budget,
+            tokenizer=self.tok,
+            resources=self.resources,
+            system=self.system,
+            prompt=self.reader.system,
+        )
+        if req.error is not None:
+            raise ConfigError(f"a setting cannot assemble these chunks: {req.error}")
+        return req
+
     def ask(
         self, stage: str, strategies: Sequence[Strategy], queries: Sequence[EvalQuery]
     ) -> dict[tuple[int, str], list[tuple[Request, Any]]]:
         """Per (strategy index, query id): each budget's request and its scored answer."""
         reqs = [
-            (
-                i,
-                q.id,
-                strategy_request(
-                    q,
-                    s,
-                    b,
-                    tokenizer=self.tok,
-                    resources=self.resources,
-                    system=self.system,
-                    prompt=self.reader.system,
-                ),
-            )
+            (i, q.id, self.request(q, s, b))
             for i, s in enumerate(strategies)
             for q in queries
             for b in self.budgets
         ]
-        failed = [r.error for _, _, r in reqs if r.error is not None]
-        if failed:
-            raise ConfigError(f"a setting cannot assemble these chunks: {failed[0]}")
         report = None if self.progress is None else (lambda d, t: self.progress(stage, d, t))  # type: ignore[misc]
         got = self.reader.ask_many([r.messages for _, _, r in reqs], progress=report)
         self.asked += len(reqs)
@@ -261,6 +279,52 @@ class _Asker:
                 logger.warning("fit: a reader request failed", extra={"query_id": qid, "error": answer.error})
             out.setdefault((i, qid), []).append((req, answer))
         return out
+
+
+@dataclass
+class _Guard:
+    """The retention guard: a setting whose answer retention on the fit queries (the share whose
+    context holds an answer string) falls more than ``loss`` under naive's at any budget never
+    races, so it is never sent to the reader. Retention needs no reader: each setting is assembled
+    on the fit queries, and nothing else."""
+
+    asker: _Asker
+    queries: Sequence[EvalQuery]
+    loss: float
+    prior: Any
+    naive: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.naive = self._measure(NaiveStrategy())[0]
+
+    def _measure(self, strategy: Strategy) -> tuple[dict[int, float], dict[str, float], dict[str, float]]:
+        """(retention per budget, per query the share of budgets retained, per query the mean tokens sent)."""
+        budgets = self.asker.budgets
+        per_budget: dict[int, list[bool]] = {b: [] for b in budgets}
+        kept: dict[str, float] = {}
+        tokens: dict[str, float] = {}
+        for q in self.queries:
+            reqs = [self.asker.request(q, strategy, b) for b in budgets]
+            hits = [answer_in_text("\n".join(r.blocks), q.answers) for r in reqs]
+            for b, hit in zip(budgets, hits, strict=True):
+                per_budget[b].append(hit)
+            kept[q.id] = _mean(hits)
+            tokens[q.id] = _mean(tokens_sent(r.messages, self.asker.tok) for r in reqs)
+        return {b: _mean(v) for b, v in per_budget.items()}, kept, tokens
+
+    def check(self, knob: str, setting: Mapping[str, str]) -> tuple[float, Trial]:
+        """The setting's worst retention loss against naive over the budgets, and its trial as the
+        guard saw it (``guarded`` says why when the loss is over the limit)."""
+        strategy = PipelineStrategy(label(setting), candidate_config(setting, prior=self.prior))
+        got, kept, tokens = self._measure(strategy)
+        losses = {b: self.naive[b] - got[b] for b in self.asker.budgets}
+        worst = max(losses.values())
+        over = [(b, d) for b, d in losses.items() if d > self.loss + 1e-9]
+        why = ""
+        if over:
+            at = ", ".join(f"{100 * d:.1f} points under naive's at {b:,} tokens" for b, d in over)
+            why = f"answer retention {at} (the guard allows {100 * self.loss:.1f})"
+        return worst, Trial(knob, dict(setting), {}, tokens, 0, kept, why)
 
 
 def _score(rows: list[tuple[Request, Any]]) -> tuple[float, float, float]:
@@ -326,6 +390,55 @@ def _race(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _RaceRules:
+    """How a knob's race runs: queries per step, the positional prior, the rule that moves a knob."""
+
+    step: int
+    prior: Any
+    move_on: str
+
+
+def _knob(
+    asker: _Asker,
+    knob: str,
+    current: Mapping[str, str],
+    values: Sequence[str],
+    queries: Sequence[EvalQuery],
+    guard: _Guard | None,
+    rules: _RaceRules,
+) -> tuple[dict[str, str], list[Trial]]:
+    """One knob's race from ``current``: ``(the chosen setting, each value's trial)``.
+
+    With a guard, only the values it lets through race. When it lets one through, that one is kept
+    without a race; when it lets none through, the one that loses the least retention is.
+    """
+    settings = [{**current, knob: v} for v in values]
+    if guard is None:
+        passed, checked = list(range(len(settings))), []
+    else:
+        checked = [guard.check(knob, s) for s in settings]
+        passed = [i for i, (_, t) in enumerate(checked) if not t.guarded]
+        if len(passed) < 2:
+            keep = passed[0] if passed else min(range(len(settings)), key=lambda i: (checked[i][0], i))
+            trials = [_kept(t) if i == keep else t for i, (_, t) in enumerate(checked)]
+            return settings[keep], trials
+    raced = _race(asker, knob, [settings[i] for i in passed], queries, rules.step, rules.prior)
+    alive = [i for i, t in enumerate(raced) if t.dropped_after is None]
+    best = _leader(alive, [t.scores for t in raced], [t.tokens for t in raced])
+    if rules.move_on == "evidence":
+        best = _moved(raced, best, current[knob])
+    if not checked:
+        return dict(raced[best].setting), raced
+    by_index = dict(zip(passed, raced, strict=True))
+    return dict(raced[best].setting), [by_index.get(i, t) for i, (_, t) in enumerate(checked)]
+
+
+def _kept(trial: Trial) -> Trial:
+    """``trial`` as the value a knob keeps without a race."""
+    return Trial(trial.knob, trial.setting, {}, trial.tokens, None, trial.retained, trial.guarded)
+
+
 def _moved(raced: Sequence[Trial], best: int, incumbent: str) -> int:
     """``best`` if it beats the incumbent value with a 95 % paired interval wholly above zero (on the
     queries both ran), else the incumbent: a knob moves on evidence, not on the noise of a race."""
@@ -358,6 +471,7 @@ def fit_profile(
     progress: FitProgress | None = None,
     data_name: str = "",
     move_on: str = "leader",
+    max_retention_loss: float | None = None,
 ) -> FitResult:
     """Search the setting the reader reads best on a fit split, and confirm it against naive on the rest.
 
@@ -391,6 +505,12 @@ def fit_profile(
             that read 6.0 points under naive at 500 tokens. On a smaller CPU fit (104 queries,
             2 budgets) the leader did not hold (13.5 % against naive's 20.8 %): the held-out
             confirmation is what tells, and it is what the verdict reports.
+        max_retention_loss: The retention guard, as a share (``0.015``: 1.5 points): a setting
+            whose answer retention on the fit queries (the share whose context holds an answer
+            string) is more than this under naive's at any budget does not race and is never sent
+            to the reader. ``None`` (default): no guard; the reader alone decides, and the
+            confirmation's cautions say where retention fell. Retention needs no reader, so the
+            guard costs assembly time only, and it saves the requests of the settings it rules out.
 
     Raises:
         ConfigError: too few labelled queries (saying how many are needed), a bad budget or knob value.
@@ -403,6 +523,16 @@ def fit_profile(
         raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
     if move_on not in ("evidence", "leader"):
         raise ConfigError(f"move_on must be 'evidence' or 'leader'; got {move_on!r}.", loc=("move_on",))
+    if max_retention_loss is not None and (
+        isinstance(max_retention_loss, bool)
+        or not isinstance(max_retention_loss, int | float)
+        or not 0.0 <= max_retention_loss < 1.0
+    ):
+        raise ConfigError(
+            f"max_retention_loss is a share of queries between 0 and 1; got {max_retention_loss!r}. "
+            "Use e.g. 0.015 for 1.5 points.",
+            loc=("max_retention_loss",),
+        )
     labelled = [q for q in queries if q.answers]
     fit, confirm = split_queries(labelled, confirm_share)
     if min(len(fit), len(confirm)) < min_per_part:
@@ -422,18 +552,15 @@ def fit_profile(
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
     asker = _Asker(reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress)
     setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}
+    guard = None if max_retention_loss is None else _Guard(asker, fit, max_retention_loss, prior)
+    rules = _RaceRules(step, prior, move_on)
     trials: list[Trial] = []
     for knob in KNOBS:
         values = space.get(knob, (START[knob],))
         if len(values) < 2:
             continue
-        raced = _race(asker, knob, [{**setting, knob: v} for v in values], fit, step, prior)
-        trials.extend(raced)
-        alive = [i for i, t in enumerate(raced) if t.dropped_after is None]
-        best = _leader(alive, [t.scores for t in raced], [t.tokens for t in raced])
-        if move_on == "evidence":
-            best = _moved(raced, best, setting[knob])
-        setting = dict(raced[best].setting)
+        setting, knob_trials = _knob(asker, knob, setting, values, fit, guard, rules)
+        trials.extend(knob_trials)
     config = candidate_config(setting, prior=prior)
     failed_before = asker.failed
     confirmations = _confirm(asker, config, confirm)
@@ -456,6 +583,7 @@ def fit_profile(
         "sent": len(asker.sent),
         "failed": asker.failed,
         "move_on": move_on,
+        "max_retention_loss": max_retention_loss,
     }
     return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
 
@@ -548,7 +676,12 @@ def verdict(result: FitResult) -> str:
         f"on {m['model']}, '{label(result.setting)}' read {accs} % at {at} tokens (sending {tokens} tokens) "
         f"against naive's {naive} % (naive's best: {100 * best.naive_accuracy:.1f} % at {best.budget:,}); "
         f"Δ against naive with 95 % paired intervals, {deltas} points; confirmed on {m['confirm_queries']} "
-        f"held-out queries{' of ' + str(m['data']) if m.get('data') else ''}, chosen on {m['fit_queries']} others."
+        f"held-out queries{' of ' + str(m['data']) if m.get('data') else ''}, chosen on {m['fit_queries']} others"
+        + (
+            f" among the settings within {100 * m['max_retention_loss']:.1f} points of naive's answer retention."
+            if m.get("max_retention_loss") is not None
+            else "."
+        )
     )
 
 

@@ -98,15 +98,14 @@ def render_fit_table(result: FitResult) -> Any:
             table.add_section()
         previous = t.knob
         chosen = t.dropped_after is None and t.setting[t.knob] == result.setting[t.knob]
-        race = "dropped after " + str(t.dropped_after) if t.dropped_after is not None else "survived"
         table.add_row(
             t.knob,
             escape(t.setting[t.knob]) + (" ✓" if chosen else ""),
             str(len(t.scores)),
-            f"{100 * t.accuracy:.1f}",
+            f"{100 * t.accuracy:.1f}" if t.scores else "—",
             f"{100 * sum(t.retained.values()) / max(1, len(t.retained)):.1f}",
             f"{t.tokens_mean:,.0f}",
-            race,
+            escape(t.outcome),
         )
     return table
 
@@ -119,9 +118,9 @@ def _plot(result: FitResult) -> str:
     with matplotlib.rc_context({"svg.hashsalt": "contextwright", "svg.fonttype": "path"}):
         fig = Figure(figsize=(6.4, 4.2))
         ax = fig.subplots()
-        knobs = list(dict.fromkeys(t.knob for t in result.trials))
+        knobs = list(dict.fromkeys(t.knob for t in result.trials if t.scores))
         for knob in knobs:
-            ts = [t for t in result.trials if t.knob == knob]
+            ts = [t for t in result.trials if t.knob == knob and t.scores]  # not those the guard kept out
             xs, ys = [t.tokens_mean for t in ts], [100 * t.accuracy for t in ts]
             ax.scatter(xs, ys, label=f"fit: {knob}")
             for t, x, y in zip(ts, xs, ys, strict=True):
@@ -232,10 +231,10 @@ def _trial_rows(result: FitResult) -> tuple[tuple[str, ...], list[tuple[Any, ...
             t.knob,
             t.label,
             len(t.scores),
-            f"{100 * t.accuracy:.1f}",
+            f"{100 * t.accuracy:.1f}" if t.scores else "—",
             f"{100 * sum(t.retained.values()) / max(1, len(t.retained)):.1f}",
             f"{t.tokens_mean:.0f}",
-            "survived" if t.dropped_after is None else f"dropped after {t.dropped_after}",
+            t.outcome,
         )
         for t in result.trials
     ]
