@@ -18,7 +18,8 @@ wordings) with ``strategies`` and ``budgets`` (eval), or ``budgets``, ``space``
 (knob -> values), ``corpus`` (a chunk corpus: the ``expand`` knob) and
 ``min_per_part``, ``move_on`` (fit, default ``leader``) and ``step`` (fit, default
 50: the lease's plans were raced in steps of 50, before ``fit``'s default became 25,
-and re-run offline they must ask the same requests). Relative paths
+and re-run offline they must ask the same requests), and ``max_retention_loss`` (fit, a share,
+e.g. 0.015: ``fit --max-retention-loss 1.5``; default none). Relative paths
 are read against ``--data``. ``bench/plans/issue32_*.json`` are the plans of
 issue 32's H200 leases, whose figures are in docs/quality.md. The first was driven
 by ``bench/plans/issue32_lease.sh`` (weights shipped in 60 MB parts, both models'
@@ -122,6 +123,7 @@ def _fit_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, start: 
         data_name=Path(job["fit"]).name,
         move_on=job.get("move_on", "leader"),
         step=job.get("step", 50),
+        max_retention_loss=job.get("max_retention_loss"),  # a share: 0.015 is 1.5 points
     )
     toml = out / f"{job['name']}.toml"
     write_profile(fitted, toml)
