@@ -453,7 +453,8 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
     assert "within 1.5 points of naive's answer retention" in result.verdict
     data = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())
     assert data["fit"]["max_retention_loss"] == 0.015
-    assert json.loads(json.dumps(result.to_dict()))["trials"][0]["guarded"] == capped.guarded
+    shown_json = json.loads(json.dumps(result.to_dict()))["trials"][0]
+    assert shown_json["guarded"] == capped.guarded and shown_json["accuracy"] is None
     from rich.console import Console
 
     console = Console(width=400, record=True, file=io.StringIO())

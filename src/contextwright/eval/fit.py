@@ -116,7 +116,7 @@ class Trial:
             "setting": dict(self.setting),
             "label": self.label,
             "queries": len(self.scores),
-            "accuracy": self.accuracy,
+            "accuracy": self.accuracy if self.scores else None,  # None: never asked (the guard)
             "retention": _mean(self.retained.values()),
             "tokens_mean": self.tokens_mean,
             "dropped_after": self.dropped_after,
