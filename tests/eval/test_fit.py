@@ -15,19 +15,8 @@ import pytest
 import contextwright
 from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
-from contextwright.eval.fit import (
-    Confirmation,
-    FitResult,
-    Trial,
-    _Asker,
-    _excluded,
-    _Guard,
-    _knob,
-    _moved,
-    _RaceRules,
-    fit_profile,
-    split_queries,
-)
+from contextwright.eval.fit import Confirmation, FitResult, fit_profile, split_queries
+from contextwright.eval.fit_race import Asker, Guard, RaceRules, Trial, _excluded, _moved, race_knob
 from contextwright.eval.fit_report import dump_toml, render_fit_table, write_fit_html, write_profile
 from contextwright.eval.fit_space import (
     DEFAULT_SPACE,
@@ -469,10 +458,10 @@ def test_when_the_guard_lets_no_value_through_the_least_loss_is_kept_without_ask
     fit, _ = split_queries([q for q in queries[:40] if q.answers], 0.5)
     tok = CachedTokenizer(get_tokenizer("cl100k_base").base)
     with Reader("http://127.0.0.1:9/v1", model="m") as never_contacted:  # a request would fail the fit
-        asker = _Asker(never_contacted, (300,), tok, {}, None)
-        guard = _Guard(asker, fit, 0.0, None)
-        setting, trials = _knob(
-            asker, "amount", START, ("cap:30", "cap:80"), fit, guard, _RaceRules(25, None, "leader")
+        asker = Asker(never_contacted, (300,), tok, {}, None)
+        guard = Guard(asker, fit, 0.0, None)
+        setting, trials = race_knob(
+            asker, "amount", START, ("cap:30", "cap:80"), fit, guard, RaceRules(25, None, "leader")
         )
         assert asker.asked == 0
     short, longer = trials

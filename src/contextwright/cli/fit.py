@@ -17,6 +17,14 @@ def _writable(path: str | None, flag: str) -> None:
         fail(f"cannot write {flag} {path}: the folder {Path(path).parent} does not exist. Create it first.")
 
 
+def _check_guard(points: float | None) -> None:
+    """Fail before any work when --max-retention-loss is no share of points."""
+    if points is not None and not 0.0 <= points < 100.0:
+        fail(
+            f"--max-retention-loss is in points of answer retention, from 0 to under 100; got {points:g}. Use e.g. 1.5."
+        )
+
+
 @app.command("fit")
 def fit_cmd(
     data: Annotated[str, typer.Argument(help="JSONL(.gz) of labelled queries (the eval format).")],
@@ -126,11 +134,7 @@ def fit_cmd(
         budgets = [int(b) for b in _csv(budget)]
     except ValueError:
         fail(f"--budget must be comma-separated integers, e.g. 500,1000; got {budget!r}.")
-    if max_retention_loss is not None and not 0.0 <= max_retention_loss < 100.0:
-        fail(
-            f"--max-retention-loss is in points of answer retention, from 0 to under 100; got "
-            f"{max_retention_loss:g}. Use e.g. 1.5."
-        )
+    _check_guard(max_retention_loss)
     try:
         if prior is not None:  # inline in the profile, so it does not depend on where it is read
             from contextwright.assembly.presets import load_config_file
