@@ -313,17 +313,17 @@ def test_dump_toml_round_trips_a_profile() -> None:
     assert tomllib.loads(dump_toml(data)) == data
 
 
+def _amounts_only(*amounts: str) -> dict[str, tuple[str, ...]]:
+    """A search space that races ``amounts`` alone, every other knob fixed (a small real-model search)."""
+    return {"amount": amounts, "order": ("ends",), "dedup": ("containment",), "framing": ("lean",)}
+
+
 def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
     llama_server: Any, queries: Any, tmp_path: Path
 ) -> None:
     """A small search on SmolLM2 through llama.cpp: the race, the confirmation, the profile, the reports."""
     cache = tmp_path / "reader.sqlite"
-    space = {
-        "amount": ("cap:120", "fill"),
-        "order": ("ends",),
-        "dedup": ("containment",),
-        "framing": ("lean",),
-    }
+    space = _amounts_only("cap:120", "fill")
     with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:
         seen: list[tuple[str, int, int]] = []
         result = fit_profile(
@@ -396,12 +396,7 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
     """With ``max_retention_loss``, a setting whose contexts hold the answer string less often than
     naive's on the fit queries does not race: the reader is asked the confirmation only."""
     cache = tmp_path / "reader.sqlite"
-    space = {
-        "amount": ("cap:40", "fill"),
-        "order": ("ends",),
-        "dedup": ("containment",),
-        "framing": ("lean",),
-    }
+    space = _amounts_only("cap:40", "fill")
     picked = queries[:12]
     fit, confirm = split_queries([q for q in picked if q.answers], 0.5)
     with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:

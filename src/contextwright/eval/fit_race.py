@@ -165,7 +165,11 @@ class Guard:
     queries: Sequence[EvalQuery]
     loss: float
     prior: Any
-    naive: dict[int, float] = field(default_factory=dict)
+    naive: dict[int, float] = field(init=False)
+    # by setting label: each knob's race starts from the setting the last one chose, measured then
+    _seen: dict[str, tuple[dict[int, float], dict[str, float], dict[str, float]]] = field(
+        init=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         self.naive = self._measure(NaiveStrategy())[0]
@@ -188,8 +192,12 @@ class Guard:
     def check(self, knob: str, setting: Mapping[str, str]) -> tuple[float, Trial]:
         """The setting's worst retention loss against naive over the budgets, and its trial as the
         guard saw it (``guarded`` says why when the loss is over the limit)."""
-        strategy = PipelineStrategy(label(setting), candidate_config(setting, prior=self.prior))
-        got, kept, tokens = self._measure(strategy)
+        name = label(setting)
+        if name not in self._seen:
+            self._seen[name] = self._measure(
+                PipelineStrategy(name, candidate_config(setting, prior=self.prior))
+            )
+        got, kept, tokens = self._seen[name]
         losses = {b: self.naive[b] - got[b] for b in self.asker.budgets}
         worst = max(losses.values())
         over = [(b, d) for b, d in losses.items() if d > self.loss + 1e-9]
