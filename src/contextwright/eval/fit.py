@@ -48,9 +48,18 @@ from typing import Any
 
 from contextwright.core.errors import ConfigError, LLMError
 from contextwright.eval.data import EvalQuery
-from contextwright.eval.fit_race import Asker, FitProgress, Guard, RaceRules, Trial, mean, race_knob
+from contextwright.eval.fit_race import (
+    Asker,
+    FitProgress,
+    Guard,
+    RaceRules,
+    Trial,
+    holds_answer,
+    mean,
+    race_knob,
+)
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
-from contextwright.eval.metrics import answer_in_text, mcnemar_exact, paired_bootstrap_delta
+from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
@@ -351,8 +360,8 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
                 p_value=mcnemar_exact(b, c),
                 tokens_mean=mean(a.tokens_sent for _, a in mine),
                 naive_tokens_mean=mean(a.tokens_sent for _, a in base),
-                retention=mean(answer_in_text("\n".join(r.blocks), r.query.answers) for r, _ in mine),
-                naive_retention=mean(answer_in_text("\n".join(r.blocks), r.query.answers) for r, _ in base),
+                retention=mean(holds_answer(r) for r, _ in mine),
+                naive_retention=mean(holds_answer(r) for r, _ in base),
                 bare_share=mean(a.bare for _, a in mine),
                 naive_bare_share=mean(a.bare for _, a in base),
             )

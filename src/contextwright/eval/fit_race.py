@@ -22,7 +22,7 @@ from contextwright.eval.reader_requests import Request, answer_of, strategy_requ
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy, Strategy
 from contextwright.tokens import CachedTokenizer
 
-__all__ = ["Asker", "FitProgress", "Guard", "RaceRules", "Trial", "mean", "race_knob"]
+__all__ = ["Asker", "FitProgress", "Guard", "RaceRules", "Trial", "holds_answer", "mean", "race_knob"]
 
 #: ``(stage, done, total)``: the search's progress (stage is ``"fit amount"``, ``"confirm"``, ...).
 FitProgress = Callable[[str, int, int], None]
@@ -90,6 +90,11 @@ class Trial:
 def mean(values: Any) -> float:
     vals = list(values)
     return sum(vals) / len(vals) if vals else 0.0
+
+
+def holds_answer(req: Request) -> bool:
+    """Whether the context of ``req`` holds an answer string of its query (answer retention)."""
+    return answer_in_text("\n".join(req.blocks), req.query.answers)
 
 
 @dataclass
@@ -182,7 +187,7 @@ class Guard:
         tokens: dict[str, float] = {}
         for q in self.queries:
             reqs = [self.asker.request(q, strategy, b) for b in budgets]
-            hits = [answer_in_text("\n".join(r.blocks), q.answers) for r in reqs]
+            hits = [holds_answer(r) for r in reqs]
             for b, hit in zip(budgets, hits, strict=True):
                 per_budget[b].append(hit)
             kept[q.id] = mean(hits)
@@ -213,7 +218,7 @@ def _score(rows: list[tuple[Request, Any]]) -> tuple[float, float, float]:
     n = len(rows)
     correct = sum(1 for _, a in rows if a.ok and a.correct)
     tokens = sum(a.tokens_sent for _, a in rows)
-    kept = sum(1 for r, _ in rows if answer_in_text("\n".join(r.blocks), r.query.answers))
+    kept = sum(1 for r, _ in rows if holds_answer(r))
     return correct / n, tokens / n, kept / n
 
 
@@ -257,10 +262,7 @@ def _race(
                 dropped[i] = len(seen)
         if start + step < len(queries):
             # Successive halving: only the better half (by mean, ties to fewer tokens) runs on.
-            ranked = sorted(
-                (i for i in alive if dropped[i] is None),
-                key=lambda i: (-mean(scores[i].values()), mean(tokens[i].values()), i),
-            )
+            ranked = sorted((i for i in alive if dropped[i] is None), key=_rank(scores, tokens))
             for i in ranked[math.ceil(len(ranked) / 2) :]:
                 dropped[i] = len(seen)
         if sum(d is None for d in dropped) == 1:
@@ -334,4 +336,11 @@ def _leader(
     alive: Sequence[int], scores: Sequence[Mapping[str, float]], tokens: Sequence[Mapping[str, float]]
 ) -> int:
     """The best mean score among ``alive``; ties go to fewer tokens sent, then to the earlier setting."""
-    return min(alive, key=lambda i: (-mean(scores[i].values()), mean(tokens[i].values()), i))
+    return min(alive, key=_rank(scores, tokens))
+
+
+def _rank(
+    scores: Sequence[Mapping[str, float]], tokens: Sequence[Mapping[str, float]]
+) -> Callable[[int], tuple[float, float, int]]:
+    """The race's order of settings, best first: mean score, then fewer tokens sent, then the earlier."""
+    return lambda i: (-mean(scores[i].values()), mean(tokens[i].values()), i)
