@@ -71,6 +71,51 @@ def test_fit_refuses_a_retention_guard_out_of_range_and_says_it_is_in_points(
     assert not (tmp_path / "p.toml").exists()
 
 
+def test_fit_refuses_guard_data_without_a_guard(dev: Path, tmp_path: Path) -> None:
+    out = _unreachable(dev, tmp_path, "--guard-data", str(dev), "--out", str(tmp_path / "p.toml"))
+    assert out.returncode == 2 and f"--guard-data {dev} gives queries to the retention guard" in out.stderr
+    assert "--max-retention-loss too" in out.stderr and not (tmp_path / "p.toml").exists()
+
+
+def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
+    llama_server: Any, dev: Path, tmp_path: Path
+) -> None:
+    """The fit reads 12 queries; the guard measures their fit part and the other 288 dev queries
+    (those 12 are held out or already there), so the reader sees the confirmation only."""
+    from contextwright.eval import load_queries
+    from contextwright.eval.fit import split_queries
+
+    profile = tmp_path / "guarded.toml"
+    args = [str(dev), "--limit", "12", "--min-queries", "4", "--budget", "250"]
+    args += ["--knob", "amount=cap:40,fill", "--knob", "order=ends", "--knob", "dedup=containment"]
+    args += ["--knob", "framing=lean", "--knob", "prompt=default", "--max-retention-loss", "1.5"]
+    args += [
+        "--guard-data",
+        str(dev),
+        "--reader",
+        llama_server.base_url,
+        "--reader-model",
+        llama_server.model,
+    ]
+    args += ["--reader-max-tokens", "12", "--reader-cache", str(tmp_path / "c.sqlite"), "--out", str(profile)]
+    out = _fit(*args, timeout=600)
+    assert out.returncode == 0, out.stderr
+    every = load_queries(dev)
+    fit, confirm = split_queries([q for q in every[:12] if q.answers], 0.5)
+    unlabelled = sum(1 for q in every if not q.answers)
+    measured = len(fit) + len(every) - 12 - sum(1 for q in every[12:] if not q.answers)
+    data = tomllib.loads(profile.read_text())["fit"]
+    assert data["guard_queries"] == measured
+    assert data["guard_left_out"] == {
+        "held_out": len(confirm),
+        "repeated": len(fit),
+        "unlabelled": unlabelled,
+    }
+    assert f"within 1.5 points of naive's answer retention on {measured:,} queries." in out.stdout
+    assert data["setting"]["amount"] == "fill" and data["requests"] == 2 * len(confirm)
+    assert "guarded: answer retention" in out.stdout
+
+
 def test_fit_refuses_expand_without_a_corpus_and_names_the_flag(dev: Path, tmp_path: Path) -> None:
     out = _unreachable(dev, tmp_path, "--knob", "expand=off,on")
     assert out.returncode == 2 and "expand=on" in out.stderr and "--corpus FILE" in out.stderr

@@ -15,7 +15,8 @@ import pytest
 import contextwright
 from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
-from contextwright.eval.fit import Confirmation, FitResult, fit_profile, split_queries
+from contextwright.eval.data import query_from_dict
+from contextwright.eval.fit import Confirmation, FitResult, fit_profile, guard_set, split_queries
 from contextwright.eval.fit_race import Asker, Guard, RaceRules, Trial, _excluded, _moved, race_knob
 from contextwright.eval.fit_report import dump_toml, render_fit_table, write_fit_html, write_profile
 from contextwright.eval.fit_space import (
@@ -32,19 +33,25 @@ from contextwright.eval.reader import Reader
 from contextwright.eval.strategies import NaiveStrategy
 from contextwright.tokens import CachedTokenizer, get_tokenizer
 
+SHARED = Path(
+    os.environ.get(
+        "CONTEXTWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    )
+)
+
 
 @pytest.fixture(scope="module")
 def queries() -> list[Any]:
     """The 300 dev queries as the eval loads them (skips without the shared data)."""
-    shared = Path(
-        os.environ.get(
-            "CONTEXTWRIGHT_SHARED_DATA", Path(__file__).resolve().parents[2].parent / "shared" / "data"
-        )
-    )
-    DEV_QUERIES = shared / "nq_bm25_dev300.jsonl.gz"
-    if not DEV_QUERIES.exists():
-        pytest.skip(f"shared data not found at {DEV_QUERIES}")
-    return load_queries(DEV_QUERIES)
+    if not (SHARED / "nq_bm25_dev300.jsonl.gz").exists():
+        pytest.skip(f"shared data not found at {SHARED}")
+    return load_queries(SHARED / "nq_bm25_dev300.jsonl.gz")
+
+
+@pytest.fixture(scope="module")
+def confirm500(queries: Any) -> list[Any]:
+    """The 500 confirmation queries, here only as labelled queries that share no question with dev."""
+    return load_queries(SHARED / "nq_bm25_confirm500.jsonl.gz")
 
 
 CHUNKS = [
@@ -465,6 +472,81 @@ def test_when_the_guard_lets_no_value_through_the_least_loss_is_kept_without_ask
     assert kept_share and setting["amount"] == "cap:80"
     assert longer.dropped_after is None and longer.outcome.endswith("kept: no value passed the guard")
     assert short.dropped_after == 0
+
+
+def test_the_guard_set_adds_only_labelled_queries_it_does_not_have_and_never_a_held_out_one(
+    queries: Any, confirm500: Any
+) -> None:
+    fit, confirm = split_queries([q for q in queries if q.answers], 0.5)
+    again, left_out = guard_set(fit, confirm, queries)  # the same file again adds nothing
+    assert again == fit and left_out == {"held_out": len(confirm), "repeated": len(fit), "unlabelled": 0}
+    shouted = query_from_dict(
+        {"id": "x", "question": "  " + confirm[0].question.upper(), "answers": ["a"], "chunks": []}
+    )
+    bare = query_from_dict({"id": "y", "question": "who wrote it?", "answers": [], "chunks": []})
+    more, left_out = guard_set(fit, confirm, [*confirm500[:3], confirm500[0], shouted, bare])
+    assert [q.id for q in more[len(fit) :]] == [f"guard:{q.id}" for q in confirm500[:3]]
+    assert more[-1].question == confirm500[2].question and more[-1].answers == confirm500[2].answers
+    assert left_out == {"held_out": 1, "repeated": 1, "unlabelled": 1}
+
+
+def test_more_labelled_queries_let_the_guard_see_a_loss_the_fit_half_hides(
+    queries: Any, confirm500: Any
+) -> None:
+    """Measured (docs/fit.md): on dev300's 155 fit queries a relevance stop of 0.4 loses 1.3 points of
+    retention at 1,000 tokens and passes a 1.5 guard; over those and the 500 confirm500 queries it
+    loses 2.7 and is kept out, while 0.2 passes both."""
+    fit, confirm = split_queries([q for q in queries if q.answers], 0.5)
+    more, _ = guard_set(fit, confirm, confirm500)
+    tok = CachedTokenizer(get_tokenizer("cl100k_base").base)
+    fixed = {"order": "ends", "dedup": "containment", "framing": "minimal", "prompt": "default"}
+    with Reader("http://127.0.0.1:9/v1", model="m") as never_contacted:
+        asker = Asker(never_contacted, (1000,), tok, {}, None)
+        small, large = Guard(asker, fit, 0.015, None), Guard(asker, more, 0.015, None)
+        for stop, kept_out in (("stop:0.2", False), ("stop:0.4", True)):
+            setting = {**START, **fixed, "amount": stop}
+            (loss, seen), (more_loss, checked) = (
+                small.check("amount", setting),
+                large.check("amount", setting),
+            )
+            assert 0.0 < loss <= 0.015 and not seen.guarded
+            assert bool(checked.guarded) is kept_out and (more_loss > 0.015) is kept_out
+            assert len(checked.retained) == len(fit) + len(confirm500)
+        assert asker.asked == 0
+
+
+def test_guard_queries_without_a_guard_are_refused(queries: Any) -> None:
+    with (
+        Reader("http://127.0.0.1:9/v1", model="m") as reader,
+        pytest.raises(ConfigError, match="measured by the retention guard, which is off") as err,
+    ):
+        fit_profile(queries, reader=reader, guard_queries=queries[:5])
+    assert err.value.loc == ("guard_queries",) and "max_retention_loss too" in str(err.value)
+
+
+def test_a_held_out_fall_past_the_guard_asks_for_more_guard_queries() -> None:
+    """Stop 48's fitted SmolLM2 profile: 3.3 points under naive's retention where the guard allowed 1.5."""
+    result = _fitted(
+        _confirmed(1000, 0.27, 0.16, low=0.05, high=0.17, retention=0.936, naive_retention=0.969)
+    )
+    plain = _fitted(_confirmed(1000, 0.27, 0.16, low=0.05, high=0.17, retention=0.936, naive_retention=0.969))
+    guarded = FitResult(
+        result.setting,
+        result.config,
+        (),
+        result.confirmations,
+        {**result.meta, "max_retention_loss": 0.015, "guard_queries": 155},
+    )
+    (said,) = guarded.cautions
+    assert "3.3 points under naive's at 1,000 tokens" in said
+    assert (
+        "let it through on 155 queries, where one query is 0.6 points" in said and "--guard-data FILE" in said
+    )
+    assert "--guard-data" not in plain.cautions[0]  # no guard ran: nothing to give more queries to
+    wide = FitResult(
+        result.setting, result.config, (), result.confirmations, {**guarded.meta, "max_retention_loss": 0.05}
+    )
+    assert "--guard-data" not in wide.cautions[0]  # the fall is within what the guard allowed
 
 
 def test_a_retention_guard_out_of_range_is_refused(queries: Any) -> None:

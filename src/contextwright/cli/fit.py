@@ -17,11 +17,16 @@ def _writable(path: str | None, flag: str) -> None:
         fail(f"cannot write {flag} {path}: the folder {Path(path).parent} does not exist. Create it first.")
 
 
-def _check_guard(points: float | None) -> None:
-    """Fail before any work when --max-retention-loss is no share of points."""
+def _check_guard(points: float | None, guard_data: str | None) -> None:
+    """Fail before any work when --max-retention-loss is no share of points, or --guard-data has no guard."""
     if points is not None and not 0.0 <= points < 100.0:
         fail(
             f"--max-retention-loss is in points of answer retention, from 0 to under 100; got {points:g}. Use e.g. 1.5."
+        )
+    if guard_data is not None and points is None:
+        fail(
+            f"--guard-data {guard_data} gives queries to the retention guard, which is off: pass "
+            "--max-retention-loss too (e.g. 1.5), or drop --guard-data."
         )
 
 
@@ -69,6 +74,14 @@ def fit_cmd(
             help="The retention guard, in points: a setting whose answer retention (the share of fit queries "
             "whose context holds an answer string) falls more than this under naive's at any budget does not "
             "race and is never sent to the reader, e.g. 1.5. Default: no guard (the reader alone decides)."
+        ),
+    ] = None,
+    guard_data: Annotated[
+        str | None,
+        typer.Option(
+            help="More labelled queries (the eval format) for the retention guard alone: it measures them "
+            "beside the fit queries, never the reader, so they cost assembly time only. Queries whose "
+            "question is held out for the confirmation are left out. Needs --max-retention-loss."
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Use only the first N queries.")] = None,
@@ -134,7 +147,7 @@ def fit_cmd(
         budgets = [int(b) for b in _csv(budget)]
     except ValueError:
         fail(f"--budget must be comma-separated integers, e.g. 500,1000; got {budget!r}.")
-    _check_guard(max_retention_loss)
+    _check_guard(max_retention_loss, guard_data)
     try:
         if prior is not None:  # inline in the profile, so it does not depend on where it is read
             from contextwright.assembly.presets import load_config_file
@@ -150,6 +163,7 @@ def fit_cmd(
             resources["store"] = open_corpus_store(corpus)
             space = with_store(space, knob or [])
         queries = load_queries(data, limit=limit)
+        guard_queries = () if guard_data is None else load_queries(guard_data)
         reader_obj = open_reader(
             reader,
             reader_model,
@@ -173,6 +187,7 @@ def fit_cmd(
             move_on=move_on,
             resources=resources,
             max_retention_loss=None if max_retention_loss is None else max_retention_loss / 100.0,
+            guard_queries=guard_queries,
         )
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
