@@ -338,15 +338,7 @@ def guard_set(
     left_out = {"held_out": 0, "repeated": 0, "unlabelled": 0}
     for q in extra:
         key = _question(q)
-        why = (
-            "unlabelled"
-            if not q.answers
-            else "held_out"
-            if key in held
-            else "repeated"
-            if key in have
-            else ""
-        )
+        why = "unlabelled" if not q.answers else _left_out(key, held, have)
         if why:
             left_out[why] += 1
             continue
@@ -357,6 +349,13 @@ def guard_set(
 
 def _question(q: EvalQuery) -> str:
     return " ".join(q.question.casefold().split())
+
+
+def _left_out(question: str, held: set[str], have: set[str]) -> str:
+    """Why a labelled guard query is left out (``""``: it is measured)."""
+    if question in held:
+        return "held_out"
+    return "repeated" if question in have else ""
 
 
 def _check_measured(asker: Asker, reader: Reader) -> None:
