@@ -114,6 +114,8 @@ def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
     assert f"within 1.5 points of naive's answer retention on {measured:,} queries." in out.stdout
     assert data["setting"]["amount"] == "fill" and data["requests"] == 2 * len(confirm)
     assert "guarded: answer retention" in out.stdout
+    # a log (not a terminal) gets the guard's progress as lines, counted in queries, not replies
+    assert f"guard amount: {2 * measured}/{2 * measured} queries assembled (no reader)" in out.stderr
 
 
 def test_fit_refuses_expand_without_a_corpus_and_names_the_flag(dev: Path, tmp_path: Path) -> None:

@@ -407,7 +407,7 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
     picked = queries[:12]
     fit, confirm = split_queries([q for q in picked if q.answers], 0.5)
     with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:
-        seen: list[str] = []
+        seen: list[tuple[str, int, int]] = []
         result = fit_profile(
             picked,
             reader=reader,
@@ -415,7 +415,7 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
             space=space,
             step=4,
             min_per_part=4,
-            progress=lambda s, d, t: seen.append(s),
+            progress=lambda s, d, t: seen.append((s, d, t)),
             max_retention_loss=0.015,
         )
     capped, filled = result.trials
@@ -436,7 +436,11 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
     assert filled.outcome == "the only value the guard left (not raced)"
     assert result.setting["amount"] == "fill"
     # the reader saw the confirmation only: the profile and naive on each held-out query
-    assert set(seen) == {"confirm"} and result.meta["requests"] == 2 * len(confirm)
+    assert {s for s, _, _ in seen} == {"guard naive", "guard amount", "confirm"}
+    assert result.meta["requests"] == 2 * len(confirm)
+    # the guard's progress counts queries assembled, each value of the knob in turn, up to its total
+    guarding = [(d, t) for s, d, t in seen if s == "guard amount"]
+    assert guarding == sorted(guarding) and guarding[-1] == (2 * len(fit), 2 * len(fit))
     with sqlite3.connect(cache) as db:
         (rows,) = db.execute("SELECT COUNT(*) FROM replies").fetchone()
     assert rows == result.meta["sent"] <= 2 * len(confirm)

@@ -55,7 +55,7 @@ def _run_reader(
         ) as rd,
         replies_bar() as bar,
     ):
-        task = bar.add_task("reader", total=None)
+        task = bar.add_task("reader", total=None, unit="replies")
         try:
             measured = evaluate_reader(
                 queries,
@@ -107,14 +107,15 @@ def open_reader(
 
 
 def replies_bar() -> Any:
-    """The transient progress bar of a reader run (``eval --reader``, ``fit``): a task's description, replies done."""
+    """The transient progress bar of a reader run (``eval --reader``, ``fit``): a task's description, and
+    how many of its ``unit`` (a task field: ``replies``; the fit's guard counts ``queries assembled``) are done."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("replies"),
+        TextColumn("{task.fields[unit]}"),
         TimeElapsedColumn(),
         console=err,
         transient=True,

@@ -207,15 +207,16 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
         said = [0.0]
 
         def progress(stage: str, done: int, total: int) -> None:
+            unit = "queries assembled (no reader)" if stage.startswith("guard") else "replies"
             if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
+                tasks[stage] = bar.add_task(stage, total=total, unit=unit)
             bar.update(tasks[stage], completed=done, total=total)
             now = time.monotonic()
             if not err.is_terminal and (
                 done == total or now - said[0] > 30
             ):  # a log gets a line now and then
                 said[0] = now
-                err.print(f"{stage}: {done}/{total} replies", highlight=False)
+                err.print(f"{stage}: {done}/{total} {unit}", highlight=False)
 
         try:
             return fit_profile(queries, reader=rd, progress=progress, **options)

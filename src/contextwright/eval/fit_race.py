@@ -177,31 +177,45 @@ class Guard:
     )
 
     def __post_init__(self) -> None:
-        self.naive = self._measure(NaiveStrategy())[0]
+        self.naive = self._measure(NaiveStrategy(), "guard naive", (0, 1))[0]
 
-    def _measure(self, strategy: Strategy) -> tuple[dict[int, float], dict[str, float], dict[str, float]]:
-        """(retention per budget, per query the share of budgets retained, per query the mean tokens sent)."""
+    def _measure(
+        self, strategy: Strategy, stage: str, part: tuple[int, int]
+    ) -> tuple[dict[int, float], dict[str, float], dict[str, float]]:
+        """(retention per budget, per query the share of budgets retained, per query the mean tokens
+        sent). Progress goes to ``stage`` as queries assembled, ``part`` = (this setting, of how many)."""
         budgets = self.asker.budgets
         per_budget: dict[int, list[bool]] = {b: [] for b in budgets}
         kept: dict[str, float] = {}
         tokens: dict[str, float] = {}
-        for q in self.queries:
+        for n, q in enumerate(self.queries, 1):
             reqs = [self.asker.request(q, strategy, b) for b in budgets]
             hits = [holds_answer(r) for r in reqs]
             for b, hit in zip(budgets, hits, strict=True):
                 per_budget[b].append(hit)
             kept[q.id] = mean(hits)
             tokens[q.id] = mean(tokens_sent(r.messages, self.asker.tok) for r in reqs)
+            if n % 50 == 0 or n == len(self.queries):
+                self._report(stage, part, n)
         return {b: mean(v) for b, v in per_budget.items()}, kept, tokens
 
-    def check(self, knob: str, setting: Mapping[str, str]) -> tuple[float, Trial]:
+    def _report(self, stage: str, part: tuple[int, int], done: int) -> None:
+        if self.asker.progress is not None:
+            self.asker.progress(stage, part[0] * len(self.queries) + done, part[1] * len(self.queries))
+
+    def check(
+        self, knob: str, setting: Mapping[str, str], part: tuple[int, int] = (0, 1)
+    ) -> tuple[float, Trial]:
         """The setting's worst retention loss against naive over the budgets, and its trial as the
-        guard saw it (``guarded`` says why when the loss is over the limit)."""
+        guard saw it (``guarded`` says why when the loss is over the limit). ``part``: which of the
+        knob's values this is, of how many (for the progress of stage ``guard <knob>``)."""
         name = label(setting)
         if name not in self._seen:
             self._seen[name] = self._measure(
-                PipelineStrategy(name, candidate_config(setting, prior=self.prior))
+                PipelineStrategy(name, candidate_config(setting, prior=self.prior)), f"guard {knob}", part
             )
+        else:
+            self._report(f"guard {knob}", part, len(self.queries))
         got, kept, tokens = self._seen[name]
         losses = {b: self.naive[b] - got[b] for b in self.asker.budgets}
         worst = max(losses.values())
@@ -300,7 +314,7 @@ def race_knob(
     if guard is None:
         passed, checked = list(range(len(settings))), []
     else:
-        checked = [guard.check(knob, s) for s in settings]
+        checked = [guard.check(knob, s, (i, len(settings))) for i, s in enumerate(settings)]
         passed = [i for i, (_, t) in enumerate(checked) if not t.guarded]
         if len(passed) < 2:
             keep = passed[0] if passed else min(range(len(settings)), key=lambda i: (checked[i][0], i))
