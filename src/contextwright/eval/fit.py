@@ -65,6 +65,7 @@ from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
+from contextwright.stages.dedup import normalize_text
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
 __all__ = ["Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "split_queries"]
@@ -325,9 +326,10 @@ def guard_set(
     """The queries the retention guard measures, and how many of ``extra`` it left out, and why.
 
     The fit queries, then each labelled ``extra`` query whose question is neither held out for the
-    confirmation (the confirmed figures stay held out) nor one it already has. Questions match
-    case- and space-insensitively, so the same data file given again adds nothing. An extra
-    query's id becomes ``guard:<id>``, so ids from another file cannot collide with the fit's.
+    confirmation (the confirmed figures stay held out) nor one it already has. Questions match as
+    exact dedup keys texts (:func:`~contextwright.stages.dedup.normalize_text`: NFKC, case and
+    spaces), so the same data file given again adds nothing. An extra query's id becomes
+    ``guard:<id>``, so ids from another file cannot collide with the fit's.
 
     Example:
         >>> queries, left_out = guard_set(fit, confirm, load_queries("more_labelled.jsonl"))
@@ -348,7 +350,7 @@ def guard_set(
 
 
 def _question(q: EvalQuery) -> str:
-    return " ".join(q.question.casefold().split())
+    return normalize_text(q.question)
 
 
 def _left_out(question: str, held: set[str], have: set[str]) -> str:
