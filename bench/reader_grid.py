@@ -19,7 +19,8 @@ wordings) with ``strategies`` and ``budgets`` (eval), or ``budgets``, ``space``
 ``min_per_part``, ``move_on`` (fit, default ``leader``) and ``step`` (fit, default
 50: the lease's plans were raced in steps of 50, before ``fit``'s default became 25,
 and re-run offline they must ask the same requests), and ``max_retention_loss`` (fit, a share,
-e.g. 0.015: ``fit --max-retention-loss 1.5``; default none). Relative paths
+e.g. 0.015: ``fit --max-retention-loss 1.5``; default none) and ``split`` (fit, ``stratified``
+or ``hash``: the plans below say ``hash``, the split they ran on before stop 51). Relative paths
 are read against ``--data``. ``bench/plans/issue32_*.json`` are the plans of
 issue 32's H200 leases, whose figures are in docs/quality.md. The first was driven
 by ``bench/plans/issue32_lease.sh`` (weights shipped in 60 MB parts, both models'
@@ -124,6 +125,7 @@ def _fit_job(job: dict[str, Any], *, reader: Any, data: Path, out: Path, start: 
         move_on=job.get("move_on", "leader"),
         step=job.get("step", 50),
         max_retention_loss=job.get("max_retention_loss"),  # a share: 0.015 is 1.5 points
+        split=job.get("split", "stratified"),  # the plans of the shipped profiles say "hash"
     )
     toml = out / f"{job['name']}.toml"
     write_profile(fitted, toml)

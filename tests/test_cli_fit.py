@@ -77,13 +77,18 @@ def test_fit_refuses_guard_data_without_a_guard(dev: Path, tmp_path: Path) -> No
     assert "--max-retention-loss too" in out.stderr and not (tmp_path / "p.toml").exists()
 
 
+def test_fit_refuses_a_split_that_is_none_and_names_the_two(dev: Path, tmp_path: Path) -> None:
+    out = _unreachable(dev, tmp_path, "--split", "random", "--out", str(tmp_path / "p.toml"))
+    assert out.returncode == 2 and "split must be one of stratified, hash; got 'random'" in out.stderr
+    assert not (tmp_path / "p.toml").exists()
+
+
 def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
     llama_server: Any, dev: Path, tmp_path: Path
 ) -> None:
     """The fit reads 12 queries; the guard measures their fit part and the other 288 dev queries
     (those 12 are held out or already there), so the reader sees the confirmation only."""
     from contextwright.eval import load_queries
-    from contextwright.eval.fit import split_queries
 
     profile = tmp_path / "guarded.toml"
     args = [str(dev), "--limit", "12", "--min-queries", "4", "--budget", "250"]
@@ -101,18 +106,19 @@ def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
     out = _fit(*args, timeout=600)
     assert out.returncode == 0, out.stderr
     every = load_queries(dev)
-    fit, confirm = split_queries([q for q in every[:12] if q.answers], 0.5)
-    unlabelled = sum(1 for q in every if not q.answers)
-    measured = len(fit) + len(every) - 12 - sum(1 for q in every[12:] if not q.answers)
     data = tomllib.loads(profile.read_text())["fit"]
+    n_fit, n_confirm = data["fit_queries"], data["confirm_queries"]
+    assert n_fit + n_confirm == sum(1 for q in every[:12] if q.answers) and abs(n_fit - n_confirm) <= 1
+    unlabelled = sum(1 for q in every if not q.answers)
+    measured = n_fit + len(every) - 12 - sum(1 for q in every[12:] if not q.answers)
     assert data["guard_queries"] == measured
     assert data["guard_left_out"] == {
-        "held_out": len(confirm),
-        "repeated": len(fit),
+        "held_out": n_confirm,
+        "repeated": n_fit,
         "unlabelled": unlabelled,
     }
     assert f"within 1.5 points of naive's answer retention on {measured:,} queries." in out.stdout
-    assert data["setting"]["amount"] == "fill" and data["requests"] == 2 * len(confirm)
+    assert data["setting"]["amount"] == "fill" and data["requests"] == 2 * n_confirm
     assert "guarded: answer retention" in out.stdout
     # a log (not a terminal) gets the guard's progress as lines, counted in queries, not replies
     assert f"guard amount: {2 * measured}/{2 * measured} queries assembled (no reader)" in out.stderr

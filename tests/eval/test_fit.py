@@ -17,7 +17,16 @@ from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
 from contextwright.eval.data import query_from_dict
 from contextwright.eval.fit import Confirmation, FitResult, fit_profile, guard_set, split_queries
-from contextwright.eval.fit_race import Asker, Guard, RaceRules, Trial, _excluded, _moved, race_knob
+from contextwright.eval.fit_race import (
+    Asker,
+    Guard,
+    RaceRules,
+    Trial,
+    _excluded,
+    _moved,
+    answer_depths,
+    race_knob,
+)
 from contextwright.eval.fit_report import dump_toml, render_fit_table, write_fit_html, write_profile
 from contextwright.eval.fit_space import (
     DEFAULT_SPACE,
@@ -153,6 +162,66 @@ def test_the_split_depends_on_ids_not_on_order(queries: Any) -> None:
     assert not {q.id for q in fit} & {q.id for q in confirm}
     assert len(fit) + len(confirm) == len(queries)
     assert 120 < len(confirm) < 180  # about half of 300
+
+
+def _depths(queries: Any, budgets: tuple[int, ...] = (500, 1000)) -> dict[str, tuple[bool, ...]]:
+    tok = CachedTokenizer(get_tokenizer("cl100k_base").base)
+    with Reader("http://127.0.0.1:9/v1", model="m") as never_contacted:
+        asker = Asker(never_contacted, budgets, tok, {}, None)
+        depths = answer_depths(asker, queries)
+    assert asker.asked == 0
+    return depths
+
+
+def test_a_stratified_split_halves_each_stratum_whatever_the_order(queries: Any) -> None:
+    """Measured on dev300 at 500 / 1,000 tokens: 7 queries' answers lie where naive reaches them
+    only at 1,000. The hash split put all 7 in the confirmation; the stratified one splits them 3 / 4
+    (and every other stratum within one query), whatever the order of the file."""
+    labelled = [q for q in queries if q.answers]
+    depths = _depths(labelled)
+    only_at_1000 = {q.id for q in labelled if depths[q.id] == (False, True)}
+    assert len(only_at_1000) == 7
+    _, confirm = split_queries(labelled, 0.5)
+    assert only_at_1000 <= {q.id for q in confirm}
+    for share in (0.5, 0.3):
+        fit, confirm = split_queries(labelled, share, depths)
+        again, _ = split_queries(list(reversed(labelled)), share, depths)
+        assert {q.id for q in fit} == {q.id for q in again}
+        assert len(confirm) == int(len(labelled) * share + 0.5) and len(fit) + len(confirm) == len(labelled)
+        for key in set(depths.values()):
+            n_fit = sum(depths[q.id] == key for q in fit)
+            n_confirm = sum(depths[q.id] == key for q in confirm)
+            assert abs(n_confirm - share * (n_fit + n_confirm)) <= 1, (key, n_fit, n_confirm)
+    fit, confirm = split_queries(labelled, 0.5, depths)
+    assert 0 < len(only_at_1000 & {q.id for q in fit}) < 7
+
+
+def test_the_guard_on_a_stratified_fit_part_keeps_out_a_loss_the_hash_part_hides(queries: Any) -> None:
+    """Measured (docs/fit.md): a 400-token cap keeps the answer in 0.6 points fewer of the hash
+    split's fit queries than naive at 1,000 tokens, and passes a 1.5 guard, yet loses 6.9 on its
+    confirmation; on the stratified split's fit part it loses 3.3 and is kept out."""
+    labelled = [q for q in queries if q.answers]
+    hashed, _ = split_queries(labelled, 0.5)
+    stratified, _ = split_queries(labelled, 0.5, _depths(labelled))
+    tok = CachedTokenizer(get_tokenizer("cl100k_base").base)
+    setting = {**START, "amount": "cap:400"}
+    with Reader("http://127.0.0.1:9/v1", model="m") as never_contacted:
+        asker = Asker(never_contacted, (500, 1000), tok, {}, None)
+        (hash_loss, passed), (loss, kept_out) = (
+            Guard(asker, part, 0.015, None).check("amount", setting) for part in (hashed, stratified)
+        )
+    assert hash_loss <= 0.015 and not passed.guarded
+    assert loss > 0.015 and "1,000 tokens" in str(kept_out.guarded)
+    assert asker.asked == 0
+
+
+def test_a_split_that_is_none_is_refused(queries: Any) -> None:
+    with (
+        Reader("http://127.0.0.1:9/v1", model="m") as reader,
+        pytest.raises(ConfigError, match="split must be one of stratified, hash; got 'random'") as err,
+    ):
+        fit_profile(queries, reader=reader, split="random")
+    assert err.value.loc == ("split",)
 
 
 def test_too_few_labelled_queries_are_refused_with_the_number_needed(queries: Any) -> None:
@@ -344,7 +413,14 @@ def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
             data_name="dev16",
         )
         asked = result.meta["requests"]
-    assert {s for s, _, _ in seen} == {"fit amount", "confirm"}
+    assert {s for s, _, _ in seen} == {"split", "fit amount", "confirm"}
+    assert result.meta["split"] == "stratified"
+    strata = result.meta["strata"]
+    assert [sum(n[0] for n in strata.values()), sum(n[1] for n in strata.values())] == [
+        result.meta["fit_queries"],
+        result.meta["confirm_queries"],
+    ]
+    assert all(abs(n_fit - n_confirm) <= 1 for n_fit, n_confirm in strata.values())
     assert [t.setting["amount"] for t in result.trials] == ["cap:120", "fill"]
     assert sum(t.dropped_after is None for t in result.trials) >= 1
     assert result.setting["amount"] in ("cap:120", "fill")
@@ -405,7 +481,8 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
     cache = tmp_path / "reader.sqlite"
     space = _amounts_only("cap:40", "fill")
     picked = queries[:12]
-    fit, confirm = split_queries([q for q in picked if q.answers], 0.5)
+    labelled = [q for q in picked if q.answers]
+    fit, confirm = split_queries(labelled, 0.5, _depths(labelled, (250,)))  # the default split
     with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:
         seen: list[tuple[str, int, int]] = []
         result = fit_profile(
@@ -436,7 +513,7 @@ def test_the_retention_guard_keeps_out_what_loses_answers_and_never_sends_it(
     assert filled.outcome == "the only value the guard left (not raced)"
     assert result.setting["amount"] == "fill"
     # the reader saw the confirmation only: the profile and naive on each held-out query
-    assert {s for s, _, _ in seen} == {"guard naive", "guard amount", "confirm"}
+    assert {s for s, _, _ in seen} == {"split", "guard naive", "guard amount", "confirm"}
     assert result.meta["requests"] == 2 * len(confirm)
     # the guard's progress counts queries assembled, each value of the knob in turn, up to its total
     guarding = [(d, t) for s, d, t in seen if s == "guard amount"]
@@ -612,6 +689,7 @@ def test_a_failed_confirmation_request_writes_no_profile_and_a_rerun_asks_only_i
         "budgets": (200,),
         "min_per_part": 2,
         "space": {"amount": ("fill", "cap:100")},
+        "split": "hash",  # the confirmation part known before the fit (split_queries above)
     }
     try:
         with (

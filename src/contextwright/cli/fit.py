@@ -84,6 +84,15 @@ def fit_cmd(
             "question is held out for the confirmation are left out. Needs --max-retention-loss."
         ),
     ] = None,
+    split: Annotated[
+        str,
+        typer.Option(
+            help="How the queries are split into fit and confirm: stratified (by where naive's context holds "
+            "an answer at each budget, so both parts hold their share of the queries whose answer only a "
+            "larger budget reaches; assembled, no reader) or hash (by a hash of the id alone, the split "
+            "the shipped profiles were fitted on)."
+        ),
+    ] = "stratified",
     limit: Annotated[int | None, typer.Option(help="Use only the first N queries.")] = None,
     prior: Annotated[
         str | None, typer.Option(help="A measured positional prior file, for order=prior.")
@@ -188,6 +197,7 @@ def fit_cmd(
             resources=resources,
             max_retention_loss=None if max_retention_loss is None else max_retention_loss / 100.0,
             guard_queries=guard_queries,
+            split=split,
         )
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
@@ -207,7 +217,7 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
         said = [0.0]
 
         def progress(stage: str, done: int, total: int) -> None:
-            unit = "queries assembled (no reader)" if stage.startswith("guard") else "replies"
+            unit = "queries assembled (no reader)" if stage.startswith(("guard", "split")) else "replies"
             if stage not in tasks:
                 tasks[stage] = bar.add_task(stage, total=total, unit=unit)
             bar.update(tasks[stage], completed=done, total=total)

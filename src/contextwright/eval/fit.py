@@ -2,9 +2,13 @@
 
 :func:`fit_profile` runs the search behind ``contextwright fit``:
 
-1. **Split.** The labelled queries are split by a hash of their ids into a
-   *fit* part and a *confirm* part (``confirm_share``, default one half);
-   neither depends on the order of the file.
+1. **Split.** The labelled queries are split into a *fit* part and a
+   *confirm* part (``confirm_share``, default one half), stratified by where
+   naive's context holds an answer (at which of the budgets; assembled, not
+   asked), then by a hash of their ids; neither part depends on the order of
+   the file. Each part then holds the same share of the queries whose answer
+   only a larger budget reaches, the ones the retention guard and the amount
+   knob turn on (``split="hash"``: by the hash alone, as until stop 51).
 2. **Search on the fit part**, one knob at a time in the order of
    :data:`~contextwright.eval.fit_space.KNOBS`, starting from the ``qa``
    preset's setting. For each knob, the settings that differ only in that knob
@@ -44,7 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,6 +60,7 @@ from contextwright.eval.fit_race import (
     Guard,
     RaceRules,
     Trial,
+    answer_depths,
     holds_answer,
     mean,
     race_knob,
@@ -147,21 +152,39 @@ class FitResult:
 
 
 def split_queries(
-    queries: Sequence[EvalQuery], confirm_share: float
+    queries: Sequence[EvalQuery],
+    confirm_share: float,
+    strata: Mapping[str, Hashable] | None = None,
 ) -> tuple[list[EvalQuery], list[EvalQuery]]:
-    """``(fit, confirm)``: each query goes by a hash of its id, so the split does not depend on file order.
+    """``(fit, confirm)``, by a hash of each query's id, so the split does not depend on file order.
+
+    Without ``strata`` each query goes to the confirmation when its hash (as a share of the range)
+    is under ``confirm_share``: each part's size varies by chance. With ``strata`` (a key per query
+    id, e.g. :func:`~contextwright.eval.fit_race.answer_depths`), the queries are ordered by key,
+    then by hash, and every ``1 / confirm_share``-th goes to the confirmation (systematic
+    sampling): each stratum is split in that share, to within one query, and so is the whole.
 
     Example:
         >>> fit, confirm = split_queries(queries, 0.5)
+        >>> fit, confirm = split_queries(queries, 0.5, answer_depths(asker, queries))
     """
     if not 0.0 < confirm_share < 1.0:
         raise ConfigError(f"confirm_share must be between 0 and 1; got {confirm_share!r}. Use e.g. 0.5.")
     fit: list[EvalQuery] = []
     confirm: list[EvalQuery] = []
-    for q in queries:
-        h = int.from_bytes(hashlib.sha256(q.id.encode()).digest()[:8], "big") / 2**64
-        (confirm if h < confirm_share else fit).append(q)
+    if strata is None:
+        for q in queries:
+            (confirm if _hashed(q) / 2**64 < confirm_share else fit).append(q)
+        return fit, confirm
+    ordered = sorted(queries, key=lambda q: (repr(strata[q.id]), _hashed(q), q.id))
+    for r, q in enumerate(ordered):  # the r-th goes to the confirmation when its share's floor steps
+        steps = math.floor((r + 1) * confirm_share + 0.5) > math.floor(r * confirm_share + 0.5)
+        (confirm if steps else fit).append(q)
     return fit, confirm
+
+
+def _hashed(q: EvalQuery) -> int:
+    return int.from_bytes(hashlib.sha256(q.id.encode()).digest()[:8], "big")
 
 
 def fit_profile(
@@ -181,6 +204,7 @@ def fit_profile(
     move_on: str = "leader",
     max_retention_loss: float | None = None,
     guard_queries: Sequence[EvalQuery] = (),
+    split: str = "stratified",
 ) -> FitResult:
     """Search the setting the reader reads best on a fit split, and confirm it against naive on the rest.
 
@@ -226,6 +250,13 @@ def fit_profile(
             queries one query moves retention by half a point or more, so the guard sees only clear
             losses; measured on ``nq_bm25_dev300``, the 155 fit queries let through a relevance stop
             that lost 2.7 points of retention on all 300 (docs/fit.md). Needs ``max_retention_loss``.
+        split: How the queries are split into fit and confirm. ``stratified`` (default): by where
+            naive's context holds an answer at each budget (:func:`answer_depths`: assembled, no
+            reader), then by a hash of the id, so each part holds its share of every stratum.
+            ``hash``: by the hash alone (the split until stop 51, which the shipped profiles were
+            fitted on). On ``nq_bm25_dev300`` at 500 / 1,000 tokens the hash split put all 7 queries
+            whose answer naive reaches only at 1,000 into the confirmation, so the retention guard
+            saw none of them and let through settings that lost 4–7 points there (docs/fit.md).
 
     Raises:
         ConfigError: too few labelled queries (saying how many are needed), a bad budget or knob value.
@@ -234,16 +265,9 @@ def fit_profile(
             in the published figure). A failed request during the race is counted in
             ``meta["failed"]`` and scored wrong; the confirmation is the guard against what it skews.
     """
-    _check_options(budgets, move_on, max_retention_loss, guard_queries)
+    _check_options(budgets, move_on, max_retention_loss, guard_queries, split)
     labelled = [q for q in queries if q.answers]
-    fit, confirm = split_queries(labelled, confirm_share)
-    if min(len(fit), len(confirm)) < min_per_part:
-        need = math.ceil(min_per_part / min(confirm_share, 1 - confirm_share))
-        raise ConfigError(
-            f"fit needs at least {min_per_part} labelled queries to fit on and {min_per_part} to confirm on; "
-            f"got {len(labelled)} labelled queries ({len(fit)} fit / {len(confirm)} confirm at "
-            f"confirm_share {confirm_share:g}). Give about {need} or more labelled queries."
-        )
+    _check_parts(labelled, confirm_share, min_per_part, split)
     space = {k: tuple(v) for k, v in (space or DEFAULT_SPACE).items()}
     if "on" in space.get("expand", ()) and not (resources or {}).get("store"):
         raise ConfigError(
@@ -253,6 +277,8 @@ def fit_profile(
         )
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
     asker = Asker(reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress)
+    depths = answer_depths(asker, labelled) if split == "stratified" else None
+    fit, confirm = split_queries(labelled, confirm_share, depths)
     setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}
     guarded, left_out = guard_set(fit, confirm, guard_queries)
     guard = None if max_retention_loss is None else Guard(asker, guarded, max_retention_loss, prior)
@@ -287,17 +313,63 @@ def fit_profile(
         "failed": asker.failed,
         "move_on": move_on,
         "max_retention_loss": max_retention_loss,
+        "split": split,
+        "strata": None if depths is None else _strata_counts(depths, fit, confirm, asker.budgets),
         "guard_queries": None if guard is None else len(guarded),
         "guard_left_out": left_out if guard_queries else None,
     }
     return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
 
 
+#: How :func:`fit_profile` splits the queries into fit and confirm.
+SPLITS = ("stratified", "hash")
+
+
+def _strata_counts(
+    depths: Mapping[str, tuple[bool, ...]],
+    fit: Sequence[EvalQuery],
+    confirm: Sequence[EvalQuery],
+    budgets: Sequence[int],
+) -> dict[str, list[int]]:
+    """``{stratum: [fit, confirm]}``, a stratum named by the budgets at which naive holds an answer
+    (``"500,1000"``, ``"1000"``, ``"none"``)."""
+    out: dict[str, list[int]] = {}
+    for part, qs in enumerate((fit, confirm)):
+        for q in qs:
+            name = ",".join(str(b) for b, hit in zip(budgets, depths[q.id], strict=True) if hit) or "none"
+            out.setdefault(name, [0, 0])[part] += 1
+    return dict(sorted(out.items()))
+
+
+def _check_parts(labelled: Sequence[EvalQuery], confirm_share: float, min_per_part: int, split: str) -> None:
+    """Refuse too few labelled queries for either part, saying how many to give, before anything is
+    assembled. A stratified split's part sizes do not depend on the strata: one stratum gives them."""
+    strata = None if split == "hash" else dict.fromkeys((q.id for q in labelled), 0)
+    fit, confirm = split_queries(labelled, confirm_share, strata)
+    if min(len(fit), len(confirm)) < min_per_part:
+        need = math.ceil(min_per_part / min(confirm_share, 1 - confirm_share))
+        raise ConfigError(
+            f"fit needs at least {min_per_part} labelled queries to fit on and {min_per_part} to confirm on; "
+            f"got {len(labelled)} labelled queries ({len(fit)} fit / {len(confirm)} confirm at "
+            f"confirm_share {confirm_share:g}). Give about {need} or more labelled queries."
+        )
+
+
 def _check_options(
-    budgets: Sequence[int], move_on: str, max_retention_loss: float | None, guard_queries: Sequence[EvalQuery]
+    budgets: Sequence[int],
+    move_on: str,
+    max_retention_loss: float | None,
+    guard_queries: Sequence[EvalQuery],
+    split: str = "stratified",
 ) -> None:
-    """Refuse bad budgets, a move-on rule that is none, a guard that is no share, and guard queries
-    without a guard, naming the fix."""
+    """Refuse bad budgets, a move-on rule that is none, a guard that is no share, guard queries
+    without a guard, and a split that is none, naming the fix."""
+    if split not in SPLITS:
+        raise ConfigError(
+            f"split must be one of {', '.join(SPLITS)}; got {split!r}. 'stratified' (the default) splits "
+            "the queries whose answer only a larger budget reaches evenly between fit and confirm.",
+            loc=("split",),
+        )
     if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
         raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
     if move_on not in ("evidence", "leader"):

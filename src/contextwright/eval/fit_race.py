@@ -159,6 +159,23 @@ class Asker:
         return out
 
 
+def answer_depths(asker: Asker, queries: Sequence[EvalQuery]) -> dict[str, tuple[bool, ...]]:
+    """Per query id, whether naive's context holds an answer string at each of the asker's budgets.
+
+    Assembled, never asked: it needs no reader. It says where in the list a query's answer lies as
+    the budgets see it (within the smallest, only within a larger one, in none), which is what
+    the retention guard and the amount knob turn on; :func:`~contextwright.eval.fit.split_queries`
+    splits each such stratum in the same share. Progress goes to stage ``split``, in queries.
+    """
+    naive = NaiveStrategy()
+    out: dict[str, tuple[bool, ...]] = {}
+    for n, q in enumerate(queries, 1):
+        out[q.id] = tuple(holds_answer(asker.request(q, naive, b)) for b in asker.budgets)
+        if asker.progress is not None and (n % 50 == 0 or n == len(queries)):
+            asker.progress("split", n, len(queries))
+    return out
+
+
 @dataclass
 class Guard:
     """The retention guard: a setting whose answer retention on the fit queries (the share whose
