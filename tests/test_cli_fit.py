@@ -172,6 +172,11 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
     assert "cap:100" in out.stdout and "fill" in out.stdout
     data = tomllib.loads(profile.read_text())
     assert data["fit"]["model"] == llama_server.model and data["fit"]["budgets"] == [250]
+    # the split, stratified by default: each stratum's fit / confirm counts, said and kept
+    strata = data["fit"]["strata"]
+    assert data["fit"]["split"] == "stratified" and all(abs(f - c) <= 1 for f, c in strata.values())
+    said_split = next(line for line in out.stderr.splitlines() if line.startswith("split (fit / confirm"))
+    assert all(f"{f} / {c}" in said_split for f, c in strata.values())
     # no --knob prompt: the shipped prompt races light (the one without bare "[1]" replies), and the
     # profile holds the winner (a name only when it is not the default)
     assert " lean light" in out.stdout

@@ -253,6 +253,15 @@ def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | Non
     for caution in result.cautions:  # what the held-out confirmation does not support
         print(f"Caution: {caution}")
     m = result.meta
+    if m.get("strata"):  # the parts per stratum: where naive's context holds an answer
+        parts = "; ".join(
+            f"{'answer at ' + k if k != 'none' else 'no answer'}: {f} / {c}"
+            for k, (f, c) in m["strata"].items()
+        )
+        err.print(
+            f"split (fit / confirm queries) by the budgets at which naive holds an answer: {parts}",
+            highlight=False,
+        )
     err.print(
         f"asked {m['requests']:,} requests: {m['sent']:,} answered by the reader now, the rest from its cache "
         "(a race's leader runs again in the next race; a context capped below every budget is asked once)",
