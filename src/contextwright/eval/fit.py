@@ -281,7 +281,7 @@ def fit_profile(
     fit, confirm = split_queries(labelled, confirm_share, depths)
     setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}
     guarded, left_out = guard_set(fit, confirm, guard_queries)
-    guard = None if max_retention_loss is None else Guard(asker, guarded, max_retention_loss, prior)
+    guard = None if max_retention_loss is None else Guard(asker, guarded, max_retention_loss, prior, depths)
     rules = RaceRules(step, prior, move_on)
     trials: list[Trial] = []
     for knob in KNOBS:
@@ -360,7 +360,7 @@ def _check_options(
     move_on: str,
     max_retention_loss: float | None,
     guard_queries: Sequence[EvalQuery],
-    split: str = "stratified",
+    split: str,
 ) -> None:
     """Refuse bad budgets, a move-on rule that is none, a guard that is no share, guard queries
     without a guard, and a split that is none, naming the fix."""

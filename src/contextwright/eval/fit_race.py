@@ -159,20 +159,31 @@ class Asker:
         return out
 
 
-def answer_depths(asker: Asker, queries: Sequence[EvalQuery]) -> dict[str, tuple[bool, ...]]:
+def answer_depths(
+    asker: Asker,
+    queries: Sequence[EvalQuery],
+    stage: str = "split",
+    known: Mapping[str, tuple[bool, ...]] | None = None,
+) -> dict[str, tuple[bool, ...]]:
     """Per query id, whether naive's context holds an answer string at each of the asker's budgets.
 
     Assembled, never asked: it needs no reader. It says where in the list a query's answer lies as
     the budgets see it (within the smallest, only within a larger one, in none), which is what
     the retention guard and the amount knob turn on; :func:`~contextwright.eval.fit.split_queries`
-    splits each such stratum in the same share. Progress goes to stage ``split``, in queries.
+    splits each such stratum in the same share, and :class:`Guard` takes naive's retention from it.
+    A query in ``known`` (an earlier call's result) is not assembled again. Progress goes to
+    ``stage``, in queries.
     """
     naive = NaiveStrategy()
+    known = known or {}
     out: dict[str, tuple[bool, ...]] = {}
     for n, q in enumerate(queries, 1):
-        out[q.id] = tuple(holds_answer(asker.request(q, naive, b)) for b in asker.budgets)
+        got = known.get(q.id)
+        out[q.id] = (
+            got if got is not None else tuple(holds_answer(asker.request(q, naive, b)) for b in asker.budgets)
+        )
         if asker.progress is not None and (n % 50 == 0 or n == len(queries)):
-            asker.progress("split", n, len(queries))
+            asker.progress(stage, n, len(queries))
     return out
 
 
@@ -187,6 +198,7 @@ class Guard:
     queries: Sequence[EvalQuery]
     loss: float
     prior: Any
+    depths: Mapping[str, tuple[bool, ...]] | None = None  # naive's hits already known (the split's)
     naive: dict[int, float] = field(init=False)
     # by setting label: each knob's race starts from the setting the last one chose, measured then
     _seen: dict[str, tuple[dict[int, float], dict[str, float], dict[str, float]]] = field(
@@ -194,7 +206,8 @@ class Guard:
     )
 
     def __post_init__(self) -> None:
-        self.naive = self._measure(NaiveStrategy(), "guard naive", (0, 1))[0]
+        hits = answer_depths(self.asker, self.queries, "guard naive", self.depths)
+        self.naive = {b: mean(hits[q.id][i] for q in self.queries) for i, b in enumerate(self.asker.budgets)}
 
     def _measure(
         self, strategy: Strategy, stage: str, part: tuple[int, int]
