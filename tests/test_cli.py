@@ -167,9 +167,17 @@ def test_models_command_lists_the_registry() -> None:
 
 def test_version_flag() -> None:
     from contextwright import __version__
+    from contextwright.stages import profiles
 
     result = runner.invoke(app, ["--version"])
-    assert result.exit_code == 0 and result.stdout.strip() == f"contextwright {__version__}"
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0] == f"contextwright {__version__}"
+    if profiles.NATIVE is not None:  # built here (tests/stages/test_native_profiles.py: wherever cc is)
+        assert result.stdout.splitlines()[1:] == ["word profiles: C (contextwright._native)"]
+    with pytest.MonkeyPatch.context() as mp:  # as installed without a C compiler
+        mp.setattr(profiles, "_impl", profiles.PYTHON)
+        result = runner.invoke(app, ["--version"])
+    assert result.stdout.splitlines()[1].startswith("word profiles: Python (installed without the C module")
 
 
 # -- index, and assemble with a store --------------------------------------------

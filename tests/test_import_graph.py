@@ -35,7 +35,8 @@ ROOT = Path(contextwright.__file__).parent
 
 #: The layers, bottom up: (name, the packages in it).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("contextwright.core",)),
+    # _native: the C word profiles (a compiled module; its stub names it), below everything
+    ("core", ("contextwright.core", "contextwright._native")),
     ("tokens", ("contextwright.tokens",)),
     ("clients", ("contextwright.clients",)),
     ("model", ("contextwright.model",)),
@@ -60,8 +61,10 @@ ALIAS_MODULE = "contextwright._aliases"
 
 
 def _modules() -> dict[str, Path]:
+    """Every module: its source, or for a compiled one (``_native``) its stub."""
     out = {}
-    for path in sorted(ROOT.rglob("*.py")):
+    stubs = [p for p in ROOT.rglob("*.pyi") if not p.with_suffix(".py").exists()]
+    for path in sorted([*ROOT.rglob("*.py"), *stubs]):
         parts = ["contextwright", *path.relative_to(ROOT).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()

@@ -52,8 +52,14 @@ err = _Stderr(stderr=True)
 def _version(value: bool) -> None:
     if value:
         from contextwright import __version__
+        from contextwright.stages.profiles import implementation
 
-        Console(highlight=False).print(f"contextwright {__version__}")
+        out = Console(highlight=False)
+        out.print(f"contextwright {__version__}")
+        if implementation() == "c":
+            out.print("word profiles: C (contextwright._native)")
+        else:  # the build hook found no C compiler, or CONTEXTWRIGHT_PURE=1 at install
+            out.print("word profiles: Python (installed without the C module: the same results, slower)")
         raise typer.Exit()
 
 

@@ -23,6 +23,8 @@ NON_SETTING_VARIABLES = frozenset(
         # the input readers' caps (contextwright.inputs.readers), read by the CLI, not the service
         "CONTEXTWRIGHT_MAX_RECORD_BYTES",
         "CONTEXTWRIGHT_MAX_DOCUMENT_BYTES",
+        # read by the build (hatch_build.py), not at run time: install without the C word profiles
+        "CONTEXTWRIGHT_PURE",
     }
 )
 #: ... and whole families: the test suite's (``CONTEXTWRIGHT_TEST_PG_DSN``), the benchmarks'

@@ -1,0 +1,344 @@
+/* contextwright._native: the word profiles of containment dedup in C (issue 33).
+ *
+ * The pure-Python path (contextwright/stages/profiles.py) stays the reference and the fallback:
+ * this module gives the same words and the same shingles, hashed with a keyed SipHash-1-3 per
+ * word (the key drawn from os.urandom when the module is first used, as Python keys its own
+ * str/bytes hash per process) and CPython's tuple-hash combination of the k word hashes. So a
+ * text still cannot be written to collide with another on purpose, and one process never mixes
+ * the two hashes: profiles.py picks one at import.
+ *
+ * ascii_profile(text, k)  -> (number of words, tuple of shingle hashes), for an ASCII str:
+ *     words are the maximal runs of [A-Za-z0-9_], lower-cased (what shingle_words gives);
+ * unicode_profile(text, k) -> the same for any str already NFKC-normalized and case-folded:
+ *     words are the regex's \w+ runs (str.isalnum() characters and "_"), hashed as UTF-8;
+ * word_hashes(words, k)   -> tuple of shingle hashes of a list of bytes words (any text);
+ * ascii_word_bounds(text, ranges) -> (starts, ends): where each word of an ASCII str begins and
+ *     ends, the words read inside the given (start, end) character ranges (containment's strip).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static uint64_t KEY0, KEY1;
+static int KEYED = 0;
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);                                  \
+        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                                     \
+        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                                     \
+        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                                  \
+    } while (0)
+
+/* SipHash-1-3 of `n` bytes at `p`, keyed with (KEY0, KEY1). */
+static uint64_t siphash13(const unsigned char *p, Py_ssize_t n) {
+    uint64_t v0 = KEY0 ^ 0x736f6d6570736575ULL, v1 = KEY1 ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = KEY0 ^ 0x6c7967656e657261ULL, v3 = KEY1 ^ 0x7465646279746573ULL;
+    uint64_t b = ((uint64_t)n) << 56, m;
+    const unsigned char *end = p + (n & ~(Py_ssize_t)7);
+    for (; p != end; p += 8) {
+        memcpy(&m, p, 8); /* little-endian hosts; on big-endian the hash differs, consistently */
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    uint64_t t = 0;
+    switch (n & 7) {
+    case 7: t |= ((uint64_t)p[6]) << 48; /* fall through */
+    case 6: t |= ((uint64_t)p[5]) << 40; /* fall through */
+    case 5: t |= ((uint64_t)p[4]) << 32; /* fall through */
+    case 4: t |= ((uint64_t)p[3]) << 24; /* fall through */
+    case 3: t |= ((uint64_t)p[2]) << 16; /* fall through */
+    case 2: t |= ((uint64_t)p[1]) << 8;  /* fall through */
+    case 1: t |= ((uint64_t)p[0]);
+    }
+    b |= t;
+    v3 ^= b;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIPROUND; SIPROUND; SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* CPython's tuple hash (xxHash lanes) over k word hashes. */
+#define XXPRIME_1 11400714785074694791ULL
+#define XXPRIME_2 14029467366897019727ULL
+#define XXPRIME_5 2870177450012600261ULL
+#define XXROTATE(x) ((x << 31) | (x >> 33))
+
+static PyObject *shingles_of(const uint64_t *words, Py_ssize_t n, Py_ssize_t k) {
+    if (n < k)
+        return PyTuple_New(0);
+    PyObject *out = PyTuple_New(n - k + 1);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i + k <= n; i++) {
+        uint64_t acc = XXPRIME_5;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            acc += words[i + j] * XXPRIME_2;
+            acc = XXROTATE(acc);
+            acc *= XXPRIME_1;
+        }
+        acc += ((uint64_t)k) ^ (XXPRIME_5 ^ 3527539UL);
+        PyObject *h = PyLong_FromLongLong((long long)acc);
+        if (h == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, h);
+    }
+    return out;
+}
+
+static int ensure_key(void) {
+    if (KEYED)
+        return 0;
+    PyObject *os = PyImport_ImportModule("os");
+    if (os == NULL)
+        return -1;
+    PyObject *raw = PyObject_CallMethod(os, "urandom", "i", 16);
+    Py_DECREF(os);
+    if (raw == NULL)
+        return -1;
+    if (!PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) != 16) {
+        Py_DECREF(raw);
+        PyErr_SetString(PyExc_RuntimeError, "os.urandom(16) did not give 16 bytes");
+        return -1;
+    }
+    memcpy(&KEY0, PyBytes_AS_STRING(raw), 8);
+    memcpy(&KEY1, PyBytes_AS_STRING(raw) + 8, 8);
+    Py_DECREF(raw);
+    KEYED = 1;
+    return 0;
+}
+
+static int check_k(Py_ssize_t k) {
+    if (k < 1) {
+        PyErr_Format(PyExc_ValueError, "k must be at least 1; got %zd", k);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int is_word(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* A text's scratch buffer of `bytes` bytes and room for its words (at most n / 2 + 1 of n
+ * characters); 0, or -1 with MemoryError set. */
+static int buffers(Py_ssize_t bytes, Py_ssize_t n, unsigned char **buf, uint64_t **words) {
+    *buf = PyMem_Malloc(bytes);
+    *words = PyMem_Malloc(sizeof(uint64_t) * (n / 2 + 1));
+    if (*buf != NULL && *words != NULL)
+        return 0;
+    PyMem_Free(*buf);
+    PyMem_Free(*words);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* (w, the shingle hashes of the w word hashes), freeing both buffers. */
+static PyObject *profile_of(uint64_t *words, Py_ssize_t w, Py_ssize_t k, unsigned char *buf) {
+    PyObject *hashes = shingles_of(words, w, k);
+    PyMem_Free(buf);
+    PyMem_Free(words);
+    return hashes == NULL ? NULL : Py_BuildValue("(nN)", w, hashes);
+}
+
+/* The characters of an ASCII str and their number; NULL with ValueError for any other str. */
+static const unsigned char *ascii_chars(PyObject *text, const char *caller, Py_ssize_t *n) {
+    if (!PyUnicode_IS_ASCII(text)) {
+        PyErr_Format(PyExc_ValueError, "%s takes an ASCII str", caller);
+        return NULL;
+    }
+    *n = PyUnicode_GET_LENGTH(text);
+    return PyUnicode_1BYTE_DATA(text);
+}
+
+static PyObject *ascii_profile(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t k;
+    unsigned char *low; /* the lower-cased words */
+    uint64_t *words;
+    if (!PyArg_ParseTuple(args, "Un:ascii_profile", &text, &k) || check_k(k) < 0 || ensure_key() < 0)
+        return NULL;
+    Py_ssize_t n;
+    const unsigned char *s = ascii_chars(text, "ascii_profile", &n);
+    if (s == NULL || buffers(n + 1, n, &low, &words) < 0)
+        return NULL;
+    Py_ssize_t w = 0, i = 0;
+    while (i < n) {
+        while (i < n && !is_word(s[i]))
+            i++;
+        Py_ssize_t start = i;
+        while (i < n && is_word(s[i])) {
+            unsigned char c = s[i];
+            low[i] = (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c;
+            i++;
+        }
+        if (i > start)
+            words[w++] = siphash13(low + start, i - start);
+    }
+    return profile_of(words, w, k, low);
+}
+
+/* The UTF-8 bytes of code point `c` at `out`; their count. */
+static Py_ssize_t utf8(Py_UCS4 c, unsigned char *out) {
+    if (c < 0x80) {
+        out[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (c >> 6));
+        out[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (c >> 12));
+        out[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (c >> 18));
+    out[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* What the regex \w matches in a str pattern (_sre's SRE_UNI_IS_WORD). */
+static inline int is_uni_word(Py_UCS4 c) { return Py_UNICODE_ISALNUM(c) || c == '_'; }
+
+static PyObject *unicode_profile(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t k;
+    unsigned char *buf; /* one word's UTF-8 at a time */
+    uint64_t *words;
+    if (!PyArg_ParseTuple(args, "Un:unicode_profile", &text, &k) || check_k(k) < 0 || ensure_key() < 0)
+        return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (buffers(4 * n + 1, n, &buf, &words) < 0)
+        return NULL;
+    Py_ssize_t w = 0, i = 0;
+    while (i < n) {
+        while (i < n && !is_uni_word(PyUnicode_READ(kind, data, i)))
+            i++;
+        Py_ssize_t len = 0;
+        while (i < n) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (!is_uni_word(c))
+                break;
+            len += utf8(c, buf + len);
+            i++;
+        }
+        if (len)
+            words[w++] = siphash13(buf, len);
+    }
+    return profile_of(words, w, k, buf);
+}
+
+static PyObject *word_hashes(PyObject *self, PyObject *args) {
+    PyObject *list;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "O!n:word_hashes", &PyList_Type, &list, &k) || check_k(k) < 0 || ensure_key() < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n < k)
+        return PyTuple_New(0);
+    uint64_t *words = PyMem_Malloc(sizeof(uint64_t) * (n ? n : 1));
+    if (words == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyBytes_Check(item)) {
+            PyMem_Free(words);
+            PyErr_Format(PyExc_TypeError, "word_hashes takes a list of bytes; item %zd is %.100s", i,
+                         Py_TYPE(item)->tp_name);
+            return NULL;
+        }
+        words[i] = siphash13((const unsigned char *)PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item));
+    }
+    PyObject *out = shingles_of(words, n, k);
+    PyMem_Free(words);
+    return out;
+}
+
+static PyObject *ascii_word_bounds(PyObject *self, PyObject *args) {
+    PyObject *text, *ranges;
+    if (!PyArg_ParseTuple(args, "UO:ascii_word_bounds", &text, &ranges))
+        return NULL;
+    Py_ssize_t n;
+    const unsigned char *s = ascii_chars(text, "ascii_word_bounds", &n);
+    if (s == NULL)
+        return NULL;
+    PyObject *seq = PySequence_Fast(ranges, "ranges must be a sequence of (start, end) pairs");
+    if (seq == NULL)
+        return NULL;
+    PyObject *starts = PyList_New(0), *ends = PyList_New(0);
+    if (starts == NULL || ends == NULL)
+        goto fail;
+    for (Py_ssize_t r = 0; r < PySequence_Fast_GET_SIZE(seq); r++) {
+        Py_ssize_t lo, hi;
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, r);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_TypeError, "a range is a (start, end) tuple; got %.100s", Py_TYPE(pair)->tp_name);
+            goto fail;
+        }
+        if (!PyArg_ParseTuple(pair, "nn:ascii_word_bounds", &lo, &hi))
+            goto fail;
+        if (lo < 0 || hi > n || lo > hi) {
+            PyErr_Format(PyExc_ValueError, "range (%zd, %zd) is outside the text of %zd characters", lo, hi, n);
+            goto fail;
+        }
+        Py_ssize_t i = lo;
+        while (i < hi) {
+            while (i < hi && !is_word(s[i]))
+                i++;
+            if (i == hi)
+                break;
+            Py_ssize_t start = i;
+            while (i < hi && is_word(s[i]))
+                i++;
+            PyObject *a = PyLong_FromSsize_t(start), *b = PyLong_FromSsize_t(i);
+            int bad = a == NULL || b == NULL || PyList_Append(starts, a) < 0 || PyList_Append(ends, b) < 0;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (bad)
+                goto fail;
+        }
+    }
+    Py_DECREF(seq);
+    return Py_BuildValue("(NN)", starts, ends);
+fail:
+    Py_DECREF(seq);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return NULL;
+}
+
+static PyMethodDef METHODS[] = {
+    {"ascii_profile", ascii_profile, METH_VARARGS,
+     "ascii_profile(text, k) -> (words, shingle hashes) of an ASCII str: words are the runs of "
+     "[A-Za-z0-9_], lower-cased."},
+    {"unicode_profile", unicode_profile, METH_VARARGS,
+     "unicode_profile(text, k) -> (words, shingle hashes) of a normalized, case-folded str: words are "
+     "the regex's \\w+ runs, hashed as UTF-8."},
+    {"word_hashes", word_hashes, METH_VARARGS,
+     "word_hashes(words, k) -> the shingle hashes of a list of bytes words (none for fewer than k)."},
+    {"ascii_word_bounds", ascii_word_bounds, METH_VARARGS,
+     "ascii_word_bounds(text, ranges) -> (starts, ends) of the words of an ASCII str inside the "
+     "(start, end) ranges."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {
+    PyModuleDef_HEAD_INIT, "contextwright._native",
+    "Word profiles for containment dedup in C (see contextwright.stages.profiles).", -1, METHODS,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&MODULE); }
