@@ -215,14 +215,14 @@ static inline int is_uni_word(Py_UCS4 c) { return Py_UNICODE_ISALNUM(c) || c == 
 static PyObject *unicode_profile(PyObject *self, PyObject *args) {
     PyObject *text;
     Py_ssize_t k;
-    unsigned char *buf; /* one word's UTF-8 at a time */
+    unsigned char *buf; /* one word's UTF-8 at a time: grown to the longest word, not the text */
     uint64_t *words;
     if (!PyArg_ParseTuple(args, "Un:unicode_profile", &text, &k) || check_k(k) < 0 || ensure_key() < 0)
         return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (buffers(4 * n + 1, n, &buf, &words) < 0)
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), cap = 256;
+    if (buffers(cap, n, &buf, &words) < 0)
         return NULL;
     Py_ssize_t w = 0, i = 0;
     while (i < n) {
@@ -233,6 +233,16 @@ static PyObject *unicode_profile(PyObject *self, PyObject *args) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
             if (!is_uni_word(c))
                 break;
+            if (len + 4 > cap) {
+                unsigned char *more = PyMem_Realloc(buf, cap * 2);
+                if (more == NULL) {
+                    PyMem_Free(buf);
+                    PyMem_Free(words);
+                    return PyErr_NoMemory();
+                }
+                buf = more;
+                cap *= 2;
+            }
             len += utf8(c, buf + len);
             i++;
         }

@@ -67,6 +67,7 @@ def test_words_and_equal_shingles_agree_with_python_on_every_dev_text() -> None:
         "東京都 は 日本 の 首都 です。 ٣٤ ٥ २०२४ Ⅻ ½ ² x̧ e\u0301 \u0301a",
         "emoji 🙂 between 🙂words, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and Ω Ωmega ΣΊΣΥΦΟΣ",
         "x" * 10_000 + " y",
+        "é" * 1_000 + " " + "東" * 300 + " and a word longer than the C scratch buffer's first 256 bytes",
         "",
         " \n\t ",
         "a_b 9 c",
