@@ -7,11 +7,11 @@
  * text still cannot be written to collide with another on purpose, and one process never mixes
  * the two hashes: profiles.py picks one at import.
  *
- * ascii_profile(text, k)  -> (number of words, tuple of shingle hashes), for an ASCII str:
+ * ascii_profile(text, k)  -> (number of words, shingle hashes as bytes), for an ASCII str:
  *     words are the maximal runs of [A-Za-z0-9_], lower-cased (what shingle_words gives);
  * unicode_profile(text, k) -> the same for any str already NFKC-normalized and case-folded:
  *     words are the regex's \w+ runs (str.isalnum() characters and "_"), hashed as UTF-8;
- * word_hashes(words, k)   -> tuple of shingle hashes of a list of bytes words (any text);
+ * word_hashes(words, k)   -> the shingle hashes of a list of bytes words (any text);
  * ascii_word_bounds(text, ranges) -> (starts, ends): where each word of an ASCII str begins and
  *     ends, the words read inside the given (start, end) character ranges (containment's strip).
  */
@@ -69,12 +69,15 @@ static uint64_t siphash13(const unsigned char *p, Py_ssize_t n) {
 #define XXPRIME_5 2870177450012600261ULL
 #define XXROTATE(x) ((x << 31) | (x >> 33))
 
+/* The shingle hashes as bytes: one native-endian 64-bit value per shingle (none for fewer than
+ * k words). Bytes, not a tuple of ints: no object per shingle, and 8 bytes each in the cache. */
 static PyObject *shingles_of(const uint64_t *words, Py_ssize_t n, Py_ssize_t k) {
     if (n < k)
-        return PyTuple_New(0);
-    PyObject *out = PyTuple_New(n - k + 1);
+        return PyBytes_FromStringAndSize(NULL, 0);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (n - k + 1) * (Py_ssize_t)sizeof(uint64_t));
     if (out == NULL)
         return NULL;
+    uint64_t *h = (uint64_t *)PyBytes_AS_STRING(out);
     for (Py_ssize_t i = 0; i + k <= n; i++) {
         uint64_t acc = XXPRIME_5;
         for (Py_ssize_t j = 0; j < k; j++) {
@@ -82,13 +85,7 @@ static PyObject *shingles_of(const uint64_t *words, Py_ssize_t n, Py_ssize_t k) 
             acc = XXROTATE(acc);
             acc *= XXPRIME_1;
         }
-        acc += ((uint64_t)k) ^ (XXPRIME_5 ^ 3527539UL);
-        PyObject *h = PyLong_FromLongLong((long long)acc);
-        if (h == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(out, i, h);
+        h[i] = acc + (((uint64_t)k) ^ (XXPRIME_5 ^ 3527539UL));
     }
     return out;
 }
@@ -331,6 +328,174 @@ fail:
     return NULL;
 }
 
+/* ---- ShingleTable: each shingle of the text kept -> the first kept chunk holding it ---------- */
+
+typedef struct {
+    PyObject_HEAD
+    uint64_t *keys;
+    int32_t *owners; /* -1: an empty slot */
+    Py_ssize_t cap;  /* a power of two */
+    Py_ssize_t used;
+} Table;
+
+static Py_ssize_t slot_of(const Table *t, uint64_t key) {
+    Py_ssize_t mask = t->cap - 1;
+    Py_ssize_t i = (Py_ssize_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & mask;
+    while (t->owners[i] >= 0 && t->keys[i] != key)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int table_resize(Table *t, Py_ssize_t cap) {
+    uint64_t *keys = PyMem_Malloc(sizeof(uint64_t) * cap);
+    int32_t *owners = PyMem_Malloc(sizeof(int32_t) * cap);
+    if (keys == NULL || owners == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(owners);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(owners, 0xff, sizeof(int32_t) * cap);
+    uint64_t *old_keys = t->keys;
+    int32_t *old_owners = t->owners;
+    Py_ssize_t old_cap = t->cap;
+    t->keys = keys;
+    t->owners = owners;
+    t->cap = cap;
+    for (Py_ssize_t i = 0; i < old_cap; i++)
+        if (old_owners[i] >= 0) {
+            Py_ssize_t j = slot_of(t, old_keys[i]);
+            t->keys[j] = old_keys[i];
+            t->owners[j] = old_owners[i];
+        }
+    PyMem_Free(old_keys);
+    PyMem_Free(old_owners);
+    return 0;
+}
+
+static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "ShingleTable() takes no arguments");
+        return NULL;
+    }
+    Table *t = (Table *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    t->keys = NULL;
+    t->owners = NULL;
+    t->cap = 0;
+    t->used = 0;
+    if (table_resize(t, 64) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyObject *)t;
+}
+
+static void table_dealloc(Table *t) {
+    PyMem_Free(t->keys);
+    PyMem_Free(t->owners);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+/* The hashes of a bytes object from shingles_of, and their number; NULL with an error for others. */
+static const uint64_t *hashes_of(PyObject *b, Py_ssize_t *n) {
+    if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) % sizeof(uint64_t)) {
+        PyErr_SetString(PyExc_TypeError, "shingle hashes are bytes of 8-byte values (a profile's)");
+        return NULL;
+    }
+    *n = PyBytes_GET_SIZE(b) / (Py_ssize_t)sizeof(uint64_t);
+    return (const uint64_t *)PyBytes_AS_STRING(b);
+}
+
+static PyObject *table_isdisjoint(Table *t, PyObject *b) {
+    Py_ssize_t n;
+    const uint64_t *h = hashes_of(b, &n);
+    if (h == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t key;
+        memcpy(&key, h + i, sizeof key);
+        if (t->owners[slot_of(t, key)] >= 0)
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *table_add(Table *t, PyObject *args) {
+    PyObject *b;
+    int owner;
+    if (!PyArg_ParseTuple(args, "Oi:add", &b, &owner))
+        return NULL;
+    if (owner < 0) {
+        PyErr_Format(PyExc_ValueError, "owner must be a chunk's index (>= 0); got %d", owner);
+        return NULL;
+    }
+    Py_ssize_t n;
+    const uint64_t *h = hashes_of(b, &n);
+    if (h == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((t->used + 1) * 2 > t->cap && table_resize(t, t->cap * 2) < 0)
+            return NULL;
+        uint64_t key;
+        memcpy(&key, h + i, sizeof key);
+        Py_ssize_t j = slot_of(t, key);
+        if (t->owners[j] < 0) { /* the first kept chunk holding it keeps it */
+            t->keys[j] = key;
+            t->owners[j] = owner;
+            t->used++;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *table_owners(Table *t, PyObject *b) {
+    Py_ssize_t n;
+    const uint64_t *h = hashes_of(b, &n);
+    if (h == NULL)
+        return NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t key;
+        memcpy(&key, h + i, sizeof key);
+        int32_t o = t->owners[slot_of(t, key)];
+        PyObject *item = o >= 0 ? PyLong_FromLong(o) : Py_NewRef(Py_None);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+static Py_ssize_t table_len(Table *t) { return t->used; }
+
+static PyMethodDef TABLE_METHODS[] = {
+    {"isdisjoint", (PyCFunction)table_isdisjoint, METH_O, "isdisjoint(hashes) -> whether no shingle is in the table."},
+    {"add", (PyCFunction)table_add, METH_VARARGS,
+     "add(hashes, owner) -> None: each shingle not in the table yet, owned by chunk `owner`."},
+    {"owners", (PyCFunction)table_owners, METH_O,
+     "owners(hashes) -> [the chunk owning each shingle, or None]."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods TABLE_SEQUENCE = {.sq_length = (lenfunc)table_len};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "contextwright._native.ShingleTable",
+    .tp_basicsize = sizeof(Table),
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_as_sequence = &TABLE_SEQUENCE,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ShingleTable() -> each shingle of the text kept, mapped to the first kept chunk holding it.",
+    .tp_methods = TABLE_METHODS,
+    .tp_new = table_new,
+};
+
 static PyMethodDef METHODS[] = {
     {"ascii_profile", ascii_profile, METH_VARARGS,
      "ascii_profile(text, k) -> (words, shingle hashes) of an ASCII str: words are the runs of "
@@ -351,4 +516,17 @@ static struct PyModuleDef MODULE = {
     "Word profiles for containment dedup in C (see contextwright.stages.profiles).", -1, METHODS,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&MODULE); }
+PyMODINIT_FUNC PyInit__native(void) {
+    if (PyType_Ready(&TableType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&MODULE);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&TableType);
+    if (PyModule_AddObject(m, "ShingleTable", (PyObject *)&TableType) < 0) {
+        Py_DECREF(&TableType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

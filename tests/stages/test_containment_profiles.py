@@ -27,6 +27,11 @@ from ..conftest import SHARED_DATA, _read_jsonl_gz
 MIRRORS = SHARED_DATA / "nq_mirrors_dev300.jsonl.gz"
 
 
+def _ints(hashes: tuple[int, ...] | bytes) -> tuple[int, ...]:
+    """A profile's hashes as ints (the C path keeps them as bytes of 8-byte values)."""
+    return tuple(memoryview(hashes).cast("Q")) if isinstance(hashes, bytes) else hashes
+
+
 def oracle(stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None, budget: int | None) -> Any:
     """The walk before issue 33: every shingle of each chunk looked up in one map of the text kept."""
     k = stage.shingle_size
@@ -42,7 +47,7 @@ def oracle(stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None
             room -= meter.tokens(chunks[i])
         c = chunks[i]
         view = containment._views([c.text], k, boiler)[0]
-        sh = view.shingles
+        sh = _ints(view.shingles)
         if not sh:
             continue
         found = [owner.get(h) for h in sh]

@@ -78,8 +78,10 @@ def test_words_and_equal_shingles_agree_with_python_on_every_dev_text() -> None:
             py_n, py_h = profiles._py_profile(text, k)
             c_n, c_h = profiles._c_profile(text, k)
             assert c_n == py_n == len(shingle_words(text)), text[:80]
-            assert len(c_h) == len(py_h) == max(0, py_n - k + 1)
-            assert _same_partition(c_h, py_h), text[:80]
+            assert isinstance(c_h, bytes) and isinstance(py_h, tuple)
+            c_ints = tuple(memoryview(c_h).cast("Q"))
+            assert len(c_ints) == len(py_h) == max(0, py_n - k + 1)
+            assert _same_partition(c_ints, py_h), text[:80]
         non_ascii += not text.isascii()
     assert len(texts) > 3_900 and non_ascii > 100  # both C paths ran (one pass, and words from Python)
 
@@ -90,7 +92,7 @@ def test_the_ascii_pass_finds_the_words_python_finds() -> None:
     assert native.ascii_profile(text, 3)[0] == 14
     # case folds, punctuation separates, underscore and digits belong to words
     assert native.word_hashes([b"again"] * 3, 3) == native.ascii_profile("AGAIN again Again", 3)[1]
-    assert native.ascii_profile("a b", 3) == (2, ())
+    assert native.ascii_profile("a b", 3) == (2, b"")
 
 
 def test_word_bounds_agree_with_python_on_every_ascii_dev_text(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,6 +116,27 @@ def test_word_bounds_agree_with_python_on_every_ascii_dev_text(monkeypatch: pyte
     assert compared > 5_000
 
 
+def test_the_table_keeps_the_first_owner_of_each_shingle() -> None:
+    """ShingleTable against the Python walk's sets (``_SetTable``), on the same hashes."""
+    import random
+    import struct
+
+    rnd = random.Random(7)
+    pool = [rnd.getrandbits(64) for _ in range(3_000)]  # enough to grow the C table many times
+    c, py = native.ShingleTable(), containment._SetTable()
+    assert len(c) == 0
+    for owner in range(200):
+        ints = tuple(rnd.choice(pool) for _ in range(rnd.randint(0, 60)))
+        packed = struct.pack(f"={len(ints)}Q", *ints)
+        signed = tuple(h - (1 << 64) if h >= 1 << 63 else h for h in ints)
+        assert c.isdisjoint(packed) == py.isdisjoint(signed)
+        assert c.owners(packed) == py.owners(signed)
+        if rnd.random() < 0.8:  # a dropped chunk is never added
+            c.add(packed, owner)
+            py.add(signed, owner)
+    assert len(c) == len(py.seen) > 2_000
+
+
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="ASCII"):
         native.ascii_profile("café au lait", 2)
@@ -133,6 +156,16 @@ def test_bad_arguments_are_refused() -> None:
         native.ascii_word_bounds("a b c", [[0, 1]])
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
         native.ascii_word_bounds("a b c", [(1, "x")])
+    table = native.ShingleTable()
+    with pytest.raises(TypeError, match="bytes of 8-byte values"):
+        table.add(b"1234567", 0)
+    with pytest.raises(TypeError, match="bytes of 8-byte values"):
+        table.owners((1, 2))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="owner must be a chunk's index"):
+        table.add(b"12345678", -1)
+    with pytest.raises(TypeError, match="takes no arguments"):
+        native.ShingleTable(8)  # type: ignore[call-arg]
+    assert len(table) == 0 and table.isdisjoint(b"") and table.owners(b"") == []
     assert native.ascii_word_bounds("ab, cd_9 e", [(0, 10)]) == ([0, 4, 9], [2, 8, 10])
     assert native.ascii_word_bounds("ab, cd_9 e", [(1, 5), (9, 10)]) == ([1, 4, 9], [2, 5, 10])
 

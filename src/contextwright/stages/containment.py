@@ -28,7 +28,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from contextwright.core.caches import cache_of, text_cache
 from contextwright.core.cancel import Pace
@@ -42,7 +42,14 @@ from contextwright.stages.base import register_stage
 from contextwright.stages.dedup import fold_duplicate, normalize_text
 from contextwright.stages.filter import relevance_key
 from contextwright.stages.profiles import _CACHE as _PROFILES
-from contextwright.stages.profiles import Profile, ascii_word_bounds, profiles, shingle_hashes
+from contextwright.stages.profiles import (
+    Hashes,
+    Profile,
+    ascii_word_bounds,
+    native_table,
+    profiles,
+    shingle_hashes,
+)
 from contextwright.stages.shingles import shingle_words
 
 if TYPE_CHECKING:
@@ -128,7 +135,7 @@ class _View:
 
     ranges: list[Range]
     n_words: int
-    shingles: tuple[int, ...]  # its shingle hashes (stages.profiles)
+    shingles: Hashes  # its shingle hashes (stages.profiles)
 
 
 def _views(texts: Sequence[str], k: int, boiler: frozenset[str]) -> list[_View]:
@@ -329,28 +336,51 @@ def _reach(
 _SCAN_KEPT = 32
 
 
-class _Walk:
-    """The state of one containment walk: the shingles of the text kept, and the outcome.
+class _Table(Protocol):
+    """The index of the text kept: ``contextwright._native.ShingleTable``, or :class:`_SetTable`."""
 
-    A chunk none of whose shingles is in ``seen`` (most chunks) costs one set lookup per
-    shingle and is kept; only for a chunk that shares some is the kept chunk holding each
-    shared shingle looked for (the first kept, in rank order, that holds it). While few chunks
-    are kept, by a scan of them (``_owners``); past :data:`_SCAN_KEPT`, in ``owner``, a map from
-    each kept shingle to that chunk, built from ``kept`` then and kept up from then on (a lookup
-    per shingle, where the scan grew with the list: 4.8 of 42 ms on a 420-chunk mirror list;
-    on 20-chunk lists keeping the map up cost more than the scans it saves).
+    def isdisjoint(self, hashes: Any, /) -> bool: ...
+    def add(self, hashes: Any, owner: int, /) -> None: ...
+    def owners(self, hashes: Any, /) -> list[int | None]: ...
+
+
+class _SetTable:
+    """The index of the text kept, in Python: ``seen``, every shingle of the text kept, and the
+    kept chunks; the first kept chunk holding a shingle is looked for only for a chunk that
+    shares some (most share none: one set lookup per shingle).
+
+    While few chunks are kept, by a scan of them (``_owners``); past :data:`_SCAN_KEPT`, in
+    ``owner``, a map from each kept shingle to that chunk, built from ``kept`` then and kept up
+    from then on (a lookup per shingle, where the scan grew with the list: 4.8 of 42 ms on a
+    420-chunk mirror list; on 20-chunk lists keeping the map up cost more than the scans it
+    saves). The C module's ``ShingleTable`` is one open-addressing map from the start.
     """
 
-    def __init__(self, stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None) -> None:
-        self.stage, self.chunks, self.meter = stage, chunks, meter
+    __slots__ = ("kept", "owner", "seen", "sets")
+
+    def __init__(self) -> None:
         self.seen: set[int] = set()  # every shingle of the text kept
-        self.kept: list[tuple[int, tuple[int, ...]]] = []  # visited and not dropped, in visit order
+        self.kept: list[tuple[int, tuple[int, ...]]] = []  # added, in order
         self.sets: dict[int, frozenset[int]] = {}  # a kept chunk's shingles, built when first needed
         self.owner: dict[int, int] | None = None  # kept shingle -> first kept chunk holding it
-        self.current = list(chunks)
-        self.dropped: set[int] = set()
-        self.drops: list[Drop] = []
-        self.changes: list[Change] = []
+
+    def isdisjoint(self, hashes: tuple[int, ...]) -> bool:
+        return self.seen.isdisjoint(hashes)
+
+    def add(self, hashes: tuple[int, ...], owner: int) -> None:
+        """Keep chunk ``owner``'s shingles; the ones already kept keep their first owner."""
+        if self.owner is not None:
+            self.owner.update(dict.fromkeys(set(hashes).difference(self.seen), owner))
+        self.seen.update(hashes)
+        self.kept.append((owner, hashes))
+
+    def owners(self, hashes: tuple[int, ...]) -> list[int | None]:
+        """The first kept chunk holding each shingle, or None."""
+        if self.owner is None and len(self.kept) < _SCAN_KEPT:
+            owner = self._owners(self.seen.intersection(hashes))
+        else:
+            owner = self._owner_map()
+        return list(map(owner.get, hashes))
 
     def _owners(self, shared: set[int]) -> dict[int, int]:
         """The first kept chunk holding each of the ``shared`` shingles, by a scan of the kept chunks."""
@@ -376,23 +406,29 @@ class _Walk:
                 self.owner.update(dict.fromkeys(hashes, j))
         return self.owner
 
+
+class _Walk:
+    """The state of one containment walk: the index of the text kept (``table``), and the outcome."""
+
+    def __init__(self, stage: ContainmentDedup, chunks: Sequence[Chunk], meter: Meter | None) -> None:
+        self.stage, self.chunks, self.meter = stage, chunks, meter
+        table = native_table()  # (an empty one is falsy: it has a length)
+        self.table: _Table = table if table is not None else _SetTable()
+        self.current = list(chunks)
+        self.dropped: set[int] = set()
+        self.drops: list[Drop] = []
+        self.changes: list[Change] = []
+
     def visit(self, i: int, view: _View) -> bool:
         """Compare chunk ``i`` with the text kept; True when it is dropped."""
         sh = view.shingles
         if not sh:
             return False
-        seen = self.seen
-        if seen.isdisjoint(sh):
-            seen.update(sh)
-            self.kept.append((i, sh))
-            if self.owner is not None:
-                self.owner.update(dict.fromkeys(sh, i))
+        table = self.table
+        if table.isdisjoint(sh):
+            table.add(sh, i)
             return False
-        if self.owner is None and len(self.kept) < _SCAN_KEPT:
-            owner = self._owners(seen.intersection(sh))
-        else:
-            owner = self._owner_map()
-        found = list(map(owner.get, sh))  # the kept chunk holding each shingle, or None
+        found = table.owners(sh)  # the kept chunk holding each shingle, or None
         counts = Counter(o for o in found if o is not None)
         runs = _covered_runs([p for p, o in enumerate(found) if o is not None], self.stage.shingle_size)
         main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
@@ -408,10 +444,7 @@ class _Walk:
         if stripped is not None:
             self.current[i], change = stripped
             self.changes.append(change)
-        if self.owner is not None:  # seen: the shingles it holds
-            self.owner.update(dict.fromkeys(set(sh).difference(seen), i))
-        seen.update(sh)
-        self.kept.append((i, sh))
+        table.add(sh, i)
         return False
 
     def result(self) -> StageResult:

@@ -6,13 +6,15 @@ are keyed per process, so a text cannot be written to collide with another on
 purpose: in Python, ``hash`` of each shingle (a tuple of its words: SipHash of
 each word, keyed per process); in C (``contextwright._native``, built at install
 when a compiler is there), SipHash-1-3 of each word under a key drawn from
-``os.urandom`` and the tuple hash's combination of the ``k`` word hashes. The two
-give the same words and shingles, so containment decides alike on either (a
-64-bit collision aside); one process uses one of them, picked at import (issue
-33: on an ASCII text the C profile costs 3.3 µs against 12.7 µs, where counting
-its tokens costs ~15 µs). (A numpy version was measured and dropped: on lists of
-20 chunks of ~70 words its per-call overhead cost more than the Python passes
-it saved.)
+``os.urandom`` and the tuple hash's combination of the ``k`` word hashes, kept as
+``bytes`` (8 a shingle, no object each: a profile's cache entry is ~610 bytes
+instead of ~2,940) and compared in C by ``ShingleTable``, the walk's index of the
+text kept. The two give the same words and shingles, so containment decides alike
+on either (a 64-bit collision aside); one process uses one of them, picked at
+import (issue 33: an ASCII dev chunk's profile costs 2.3 µs in C against 14.5 µs,
+where counting its tokens costs ~15 µs). (A numpy version was measured and dropped:
+on lists of 20 chunks of ~70 words its per-call overhead cost more than the Python
+passes it saved.)
 """
 
 from __future__ import annotations
@@ -26,10 +28,21 @@ from contextwright.core.caches import ByteLRU, key_of
 from contextwright.core.cancel import Pace
 from contextwright.stages.shingles import shingle_words
 
-__all__ = ["Profile", "ascii_word_bounds", "implementation", "profiles", "shingle_hashes"]
+__all__ = [
+    "Hashes",
+    "Profile",
+    "ascii_word_bounds",
+    "implementation",
+    "native_table",
+    "profiles",
+    "shingle_hashes",
+]
 
+#: A text's shingle hashes: Python ints in the Python path; in C, ``bytes`` of 8-byte values
+#: (no object per shingle, a fifth of the cache's bytes), read by ``_native.ShingleTable``.
+Hashes = tuple[int, ...] | bytes
 #: ``(number of words, shingle hashes)``.
-Profile = tuple[int, tuple[int, ...]]
+Profile = tuple[int, Hashes]
 
 _CACHE = ByteLRU("contextwright.stages.containment._profile", max_bytes=8 * 2**20, maxsize=8_192)
 _HASH = sys.getsizeof(-(1 << 62))  # a Python int hash's bytes
@@ -47,7 +60,7 @@ def _py_profile(text: str, k: int) -> Profile:
     return len(words), _py_hashes(words, k)
 
 
-def _c_hashes(words: Sequence[bytes], k: int) -> tuple[int, ...]:
+def _c_hashes(words: Sequence[bytes], k: int) -> bytes:
     return _native.word_hashes(list(words), k)
 
 
@@ -61,9 +74,11 @@ def _c_profile(text: str, k: int) -> Profile:
 class _Impl(NamedTuple):
     name: str
     profile: Callable[[str, int], Profile]
-    hashes: Callable[[Sequence[bytes], int], tuple[int, ...]]
+    hashes: Callable[[Sequence[bytes], int], Hashes]
     #: Word bounds of an ASCII text in character ranges, where this implementation has them.
     bounds: Callable[[str, Sequence[tuple[int, int]]], tuple[list[int], list[int]]] | None
+    #: An empty index of the text kept, over this implementation's hashes (C only).
+    table: Callable[[], _native.ShingleTable] | None
 
 
 try:
@@ -71,8 +86,12 @@ try:
 except ImportError:  # installed without a C compiler, or with CONTEXTWRIGHT_PURE=1
     _native = None  # type: ignore[assignment]
 
-PYTHON = _Impl("python", _py_profile, _py_hashes, None)
-NATIVE = _Impl("c", _c_profile, _c_hashes, _native.ascii_word_bounds) if _native is not None else None
+PYTHON = _Impl("python", _py_profile, _py_hashes, None, None)
+NATIVE = (
+    _Impl("c", _c_profile, _c_hashes, _native.ascii_word_bounds, _native.ShingleTable)
+    if _native is not None
+    else None
+)
 _impl = NATIVE or PYTHON  # tests switch it (with the cache cleared: the two hashes never mix)
 
 
@@ -81,7 +100,7 @@ def implementation() -> str:
     return _impl.name
 
 
-def shingle_hashes(words: Sequence[bytes], k: int) -> tuple[int, ...]:
+def shingle_hashes(words: Sequence[bytes], k: int) -> Hashes:
     """One hash per overlapping ``k``-word shingle of ``words``; none for fewer than ``k`` words."""
     return _impl.hashes(words, k)
 
@@ -93,8 +112,15 @@ def ascii_word_bounds(text: str, ranges: Sequence[tuple[int, int]]) -> tuple[lis
     return bounds(text, ranges) if bounds is not None and text.isascii() else None
 
 
+def native_table() -> _native.ShingleTable | None:
+    """An empty C index of the text kept (each shingle -> the first kept chunk holding it) for
+    this process's hashes; None in the Python path (containment keeps its sets)."""
+    return _impl.table() if _impl.table is not None else None
+
+
 def _bytes(profile: Profile) -> int:
-    return 64 + sys.getsizeof(profile[1]) + len(profile[1]) * _HASH
+    hashes = profile[1]
+    return 64 + sys.getsizeof(hashes) + (len(hashes) * _HASH if type(hashes) is tuple else 0)
 
 
 def profiles(texts: Sequence[str], k: int) -> list[Profile]:
