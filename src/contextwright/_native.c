@@ -8,7 +8,8 @@
  * the two hashes: profiles.py picks one at import.
  *
  * ascii_profile(text, k)  -> (number of words, shingle hashes as bytes), for an ASCII str:
- *     words are the maximal runs of [A-Za-z0-9_], lower-cased (what shingle_words gives);
+ *     words are the maximal runs of [A-Za-z0-9_], lower-cased (what shingle_words gives)
+ *     (its own pass, not unicode_profile on text.lower(): 2.3 against 5.1 µs an ASCII dev chunk);
  * unicode_profile(text, k) -> the same for any str already NFKC-normalized and case-folded:
  *     words are the regex's \w+ runs (str.isalnum() characters and "_"), hashed as UTF-8;
  * word_hashes(words, k)   -> the shingle hashes of a list of bytes words (any text);

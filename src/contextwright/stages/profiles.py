@@ -60,10 +60,6 @@ def _py_profile(text: str, k: int) -> Profile:
     return len(words), _py_hashes(words, k)
 
 
-def _c_hashes(words: Sequence[bytes], k: int) -> bytes:
-    return _native.word_hashes(list(words), k)
-
-
 def _c_profile(text: str, k: int) -> Profile:
     """Words and hashes in one C pass; other text normalized as :func:`shingle_words` does first."""
     if text.isascii():
@@ -74,7 +70,7 @@ def _c_profile(text: str, k: int) -> Profile:
 class _Impl(NamedTuple):
     name: str
     profile: Callable[[str, int], Profile]
-    hashes: Callable[[Sequence[bytes], int], Hashes]
+    hashes: Callable[[list[bytes], int], Hashes]
     #: Word bounds of an ASCII text in character ranges, where this implementation has them.
     bounds: Callable[[str, Sequence[tuple[int, int]]], tuple[list[int], list[int]]] | None
     #: An empty index of the text kept, over this implementation's hashes (C only).
@@ -88,7 +84,7 @@ except ImportError:  # installed without a C compiler, or with CONTEXTWRIGHT_PUR
 
 PYTHON = _Impl("python", _py_profile, _py_hashes, None, None)
 NATIVE = (
-    _Impl("c", _c_profile, _c_hashes, _native.ascii_word_bounds, _native.ShingleTable)
+    _Impl("c", _c_profile, _native.word_hashes, _native.ascii_word_bounds, _native.ShingleTable)
     if _native is not None
     else None
 )
@@ -100,8 +96,9 @@ def implementation() -> str:
     return _impl.name
 
 
-def shingle_hashes(words: Sequence[bytes], k: int) -> Hashes:
-    """One hash per overlapping ``k``-word shingle of ``words``; none for fewer than ``k`` words."""
+def shingle_hashes(words: list[bytes], k: int) -> Hashes:
+    """One hash per overlapping ``k``-word shingle of ``words`` (a list, as :func:`shingle_words`
+    gives: the C path reads it without a copy); none for fewer than ``k`` words."""
     return _impl.hashes(words, k)
 
 
