@@ -249,3 +249,47 @@ def test_a_header_with_a_colon_look_alike_is_escaped_in_accented_text(line: str)
     assert escape_sections("Caf\u00e9 \u2013 no header here\nQuestion without colon") == (
         "Caf\u00e9 \u2013 no header here\nQuestion without colon"
     )
+
+
+# ASCII text takes one pattern instead of judging each "<" (stop 53: 320,000 "<tool" lines in
+# tool outputs took 1.5-2.2 s); it must escape exactly the "<"s that the judge escapes.
+ASCII_PIECES = [
+    "<", "</", "< /", "tool", "TooL", "output", "OUTPUT", "outputs", "_", "-", " ", "\n", "\t",
+    "\x00", "\x0b", "\x1f", "\x7f", "/", "t", "o", "x", "tool_output", "tool output", "tool\noutput", "tool\n-output",
+    "<tool", "t\x00o\x7fo\x1fl", "out\tput", "  ", "\n\n", ">", "&lt;",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(ASCII_PIECES) | st.text(alphabet=st.characters(max_codepoint=127), max_size=3),
+        max_size=14,
+    )
+)
+def test_ascii_tool_tags_are_escaped_as_the_judge_escapes_them(pieces: list[str]) -> None:
+    from contextwright.render.sections import _is_tag, escape_tool_tags
+
+    text = "".join(pieces)
+    judged = "".join("&lt;" if c == "<" and _is_tag(text, i) else c for i, c in enumerate(text))
+    assert escape_tool_tags(text) == judged
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("a <tool_output name=x>", 1),
+        ("</ \n TOOL-\x00output", 1),
+        ("<\t/\ntool \x1foutput", 1),
+        ("<tool  output", 0),  # two gaps between the words: no reader joins them
+        ("<tool\n<tool\n<tool", 0),
+        ("x <", 1),  # the frame's next line would complete it
+        ("<toolxoutput", 0),
+        ("<tool\noutput", 1),  # a line break between the words reads as a space
+        ("<\x0b/tool\x7f_\x1foutput", 1),
+    ],
+)
+def test_ascii_tool_tag_examples(text: str, escaped: int) -> None:
+    from contextwright.render.sections import escape_tool_tags
+
+    assert escape_tool_tags(text).count("&lt;") == escaped

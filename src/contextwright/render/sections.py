@@ -51,7 +51,18 @@ _A_HEADER = rf"(?=(?:question|tool(?:{_A_IGN}++|[_-])?outputs?|context){_A_IGN}*
 _A_FIRST = re.compile(rf"{_A_IGN}*+{_A_HEADER}", re.IGNORECASE)
 _A_LATER = re.compile(rf"\n{_A_IGN}*+{_A_HEADER}", re.IGNORECASE)
 _LT = re.compile("[<\ufe64\uff1c]")  # "<" and what NFKC reads as one
-_A_LT = re.compile(r"<(?=[\x00-\x20\x7f]*+/?[\x00-\x20\x7f]*+[tT])")  # the candidates in ASCII text
+# In ASCII text _is_tag is one pattern: NFKC changes nothing and folding is lower case, so a "<"
+# reads as a tag when gaps, an optional "/" and gaps lead to the end of the text or to "tool",
+# at most one space, line break, "_" or "-", and "output", with the invisible characters a
+# reader skips (_A_SKIP: IGNORABLE but the space, in ASCII) anywhere between the letters.
+# Possessive runs of disjoint classes: linear. test_hostile_prompt checks it against _is_tag.
+_A_GAP = r"[\x00-\x20\x7f]*+"
+_A_SKIP = r"[\x00-\x09\x0b-\x1f\x7f]*+"
+_A_TAG = re.compile(
+    rf"<(?={_A_GAP}(?:/{_A_GAP})?+(?:\Z|{_A_SKIP.join('tool')}{_A_SKIP}(?:[ \n_-]{_A_SKIP})?+"
+    rf"{_A_SKIP.join('output')}))",
+    re.IGNORECASE,
+)
 # What a reader skips between "<", "/" and "tool": invisible characters, spaces, line breaks.
 _GAP = re.compile(rf"(?:{IGNORABLE}|\n)*+")
 _IGN_NOT_SPACE = f"(?:(?! ){IGNORABLE})"
@@ -132,9 +143,11 @@ def escape_tool_tags(text: str) -> str:
     """``text`` with every ``<`` (or look-alike) that reads as a tool_output tag written ``&lt;``."""
     if "<" not in text and (text.isascii() or ("\ufe64" not in text and "\uff1c" not in text)):
         return text
+    if text.isascii():
+        return _A_TAG.sub("&lt;", text)
     out: list[str] = []
     last = 0
-    for m in (_A_LT if text.isascii() else _LT).finditer(text):
+    for m in _LT.finditer(text):
         i = m.start()
         if _is_tag(text, i):
             out.append(text[last:i])
