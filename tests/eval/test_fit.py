@@ -371,6 +371,28 @@ def test_a_profile_worse_than_naive_is_called_worse_and_retention_is_guarded_onl
     assert "8.0 points under naive's at 500 tokens" in kept and "1,000" not in kept
 
 
+def test_a_profile_under_naive_at_every_budget_says_to_keep_naive(tmp_path: Path) -> None:
+    """The guarded Qwen CPU fit of stop 53: under naive at 500 and 1,000 on the held-out queries."""
+    result = _fitted(
+        _confirmed(500, 0.340, 0.380, low=-0.107, high=0.020, bare_share=0.073),
+        _confirmed(1000, 0.287, 0.353, low=-0.133, high=-0.007, bare_share=0.080),
+    )
+    keep, at500, at1000, bare = result.cautions
+    assert keep.startswith(
+        "The profile reads under naive at every budget it was confirmed at (500, 1,000 tokens)"
+    )
+    assert "Keep naive" in keep and "written for inspection" in keep
+    assert "not confirmed" in at500 and "reads worse" in at1000 and "7.3 % at 500 tokens" in bare
+    data = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())
+    assert data["fit"]["cautions"][0] == keep
+    # under naive at one budget only: the profile holds somewhere, so no such line
+    one = _fitted(
+        _confirmed(500, 0.30, 0.25, low=0.01, high=0.09),
+        _confirmed(1000, 0.20, 0.25, low=-0.09, high=0.01),
+    )
+    assert len(one.cautions) == 1 and not one.cautions[0].startswith("The profile reads under naive at every")
+
+
 def test_the_caution_thresholds_are_the_issue_targets() -> None:
     """Bare replies under 3 %, retention within 1.5 points: at the line, a caution; just under it, none."""
     at = _fitted(_confirmed(500, 0.30, 0.25, low=0.01, high=0.09, bare_share=0.03, retention=0.885))

@@ -538,6 +538,8 @@ RETENTION_CAUTION = 0.015
 def cautions(result: FitResult) -> tuple[str, ...]:
     """What the held-out confirmation does not support, one plain sentence each (empty when it supports it).
 
+    * first, when the profile reads under naive at every budget: that no setting searched beat naive
+      on this reader, so naive is what to keep (the profile is written for inspection);
     * a budget at which the profile reads under naive (the point estimate; "worse" when the
       whole 95 % interval lies under zero): there the profile is not confirmed;
     * naive's best budget reading above the profile at a budget where the profile beats naive;
@@ -553,6 +555,15 @@ def cautions(result: FitResult) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     under = [c for c in cs if c.delta < 0]
+    if len(under) == len(cs):
+        at = ", ".join(f"{c.budget:,}" for c in cs)
+        out.append(
+            f"The profile reads under naive at every budget it was confirmed at ({at} tokens): on this reader "
+            "and these queries, no setting searched beat the chunks joined in rank order. Keep naive (preset "
+            "'naive', or the preset you use now) for this reader; this profile is written for inspection. To "
+            "search again, give more labelled queries, --step 50, or a wider space (a setting the retention "
+            "guard kept out is named in the fit table)."
+        )
     for c in under:
         how = (
             "reads worse than naive (the interval lies under zero)"
