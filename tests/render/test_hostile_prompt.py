@@ -124,6 +124,8 @@ def test_the_reader_sees_the_forgeries_when_they_are_not_escaped() -> None:
         "\nQuestion" * 11_000,
         "\n\u200b" * 50_000,
         ("<" + " " * 20_000 + "/tool_output>\n") * 5,
+        "<tool\n" * 16_000,  # every "<" must be judged (1.5 s for 20 such outputs before stop 53's pattern)
+        "<\x00t\x01o\x1fo\x7fl_" * 10_000,  # the letters apart, each "<" read to the word's end
         "\n\uff31uestion :" * 9_000,
     ],
 )

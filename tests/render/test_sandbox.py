@@ -133,6 +133,33 @@ def test_ordinary_templates_render_as_in_jinja2(template: str) -> None:
     assert ours == plain.render(blocks=blocks, query="what?").rstrip("\n")  # a context ends without one
 
 
+def test_the_limit_error_is_built_with_the_tracer_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the deadline the tracer stops any Python call, 1 in 64 of them: one suite run got the
+    internal ``_Stop`` from inside ``ConfigError.__init__`` instead of the ``ConfigError``."""
+    import sys
+
+    from contextwright.render import sandbox
+
+    seen: list[object] = []
+    message = sandbox._message
+
+    def spy(stop: object, limits: object) -> str:
+        seen.append(sys.gettrace())
+        return message(stop, limits)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sandbox, "_message", spy)
+    before = sys.gettrace()
+    # Stopped by the sandbox's own checks, not by the tracer (CPython turns off a trace function
+    # that raises): the tracer was still on when the error was built.
+    for template, limit in (
+        ("{% for i in range(999) %}{{ 'x' * 99 }}{% endfor %}", {"max_output_chars": 1000}),
+        ("{{ range(99999)|map('string')|map('upper')|list|length }}", {"timeout_s": 0.01}),
+    ):
+        with pytest.raises(ConfigError, match=r"max_output_chars|timeout_s"):
+            render(template, **limit)
+    assert seen == [before, before]  # the caller's own trace (a debugger's, coverage's), not the sandbox's
+
+
 def test_the_time_limit_holds_inside_python_filters() -> None:
     start = time.perf_counter()  # no template line runs while map() does its 200,000 calls
     with pytest.raises(ConfigError, match=r"timeout_s \(0\.2 s\)"):

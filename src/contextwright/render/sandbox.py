@@ -498,12 +498,15 @@ def render_template(source: str, limits: TemplateLimits, **context: Any) -> str:
     _state.render = render
     sys.settrace(_tracer(render, template.filename or "<template>"))
     try:
-        return _stream(template, limits, context)
+        try:
+            return _stream(template, limits, context)
+        finally:
+            sys.settrace(previous_trace)
+            _state.render = previous
     except _Stop as exc:
+        # Built with the tracer off: past the deadline it stops any Python call, and it once
+        # stopped this error's own __init__, so the caller got the internal _Stop (a suite run).
         raise ConfigError(_message(exc, limits)) from None
-    finally:
-        sys.settrace(previous_trace)
-        _state.render = previous
 
 
 def _tracer(render: _Render, filename: str) -> Callable[..., Any]:
