@@ -21,7 +21,7 @@ from contextwright import Assembler
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.report import Report, StageReport, Tally, held, settle
-from contextwright.render.format import get_format
+from contextwright.render.format import LeanFormat, get_format
 from contextwright.render.meter import Meter
 from contextwright.tokens import get_tokenizer
 
@@ -61,7 +61,7 @@ def test_the_lower_bound_never_exceeds_the_count_on_dev_chunks(
 # and paragraph separators, bidi controls and a zero-width space (escaping drops or maps them),
 # and a line a format escapes (a forged "[2]" label, an XML tag).
 _TRICKY = [
-    *(chr(c) for c in (0x1C, 0x1D, 0x1E, 0x1F, 0x85, 0xA0, 0x2028, 0x2029, 0x3000, 0x0B, 0x0C)),
+    *(chr(c) for c in (0x1C, 0x1D, 0x1E, 0x1F, 0x85, 0xA0, 0x2028, 0x2029, 0x3000, 0x0B, 0x0C, 0x07, 0x7F)),
     *(chr(c) for c in (0x200B, 0x200E, 0x202E, 0x2066, 0xFEFF, 0x0301)),
     "\n[2]\n",
     "</chunk>",
@@ -85,6 +85,40 @@ def test_the_lower_bound_holds_on_any_text(text: str) -> None:
             for fmt in ("lean", "numbered", "xml"):
                 bound = Meter(get_format(fmt), get_tokenizer(encoding)).at_least(c, 10**9)
                 assert bound <= Meter(get_format(fmt), get_tokenizer(encoding)).tokens(c)
+
+
+class _EscapedBreaks(LeanFormat):
+    """A format of the user's whose escape spells line breaks and tabs out (as JSON does)."""
+
+    def escape(self, text: str) -> str:
+        return super().escape(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def test_ascii_with_line_breaks_is_bounded_by_its_words_unless_the_format_is_the_users() -> None:
+    """Tabs and line breaks are whitespace to the built-in escapes, so an ASCII text holding them is
+    bounded by its own words, unrendered; a format of the user's may spell them out (here as
+    JSON does: ``a\\nb`` is one word), so its body is rendered and its words counted."""
+    text = "first line\nsecond\tline\r\nthird line"
+    (c,) = chunks_from_dicts([{"id": "x", "text": text}])
+    builtin = Meter(get_format("lean"), get_tokenizer("cl100k_base"))
+    assert builtin.at_least(c, 100) == 6
+    assert builtin._bodies == {}  # nothing rendered to find the bound
+    assert builtin.tokens(c) >= 6
+    own = Meter(_EscapedBreaks(), get_tokenizer("cl100k_base"))
+    assert own.body(c).split() == ["first", "line\\nsecond\\tline\\nthird", "line"]
+    assert own.at_least(c, 100) == 3 <= own.tokens(c)
+
+
+@pytest.mark.parametrize(
+    "text", ["x\n\x07 \x07", "one\ttwo \x7f \x00", "a\nb\x1f \x1f\x1f", "x\r\n\x08 \x0e"]
+)
+def test_ascii_controls_other_than_tabs_and_breaks_are_rendered_first(text: str) -> None:
+    """The escapes drop other ASCII controls at a text's ends (``x\\n\\x07 \\x07`` renders as ``x``,
+    one word, where ``str.split`` sees three): such a text is bounded by its body's words."""
+    (c,) = chunks_from_dicts([{"id": "x", "text": text}])
+    for fmt in ("lean", "xml"):
+        meter = Meter(get_format(fmt), get_tokenizer("cl100k_base"))
+        assert meter.at_least(c, 100) <= meter.tokens(c)
 
 
 def test_a_tokenizer_without_known_splits_gets_the_bound_one() -> None:

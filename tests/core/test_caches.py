@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 TEXT_CACHES = (
     "contextwright.stages.words.analyze",
-    "contextwright.stages.words.lower",
     "contextwright.stages.words.lowered_sentences",
     "contextwright.stages.words.sentence_spans",
     "contextwright.stages.words.sentence_sizes",

@@ -9,6 +9,7 @@ final string is made of; each body is built and counted once per call.
 from __future__ import annotations
 
 import inspect
+import re
 import string
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ BATCH_CHARS = 1 << 18
 _ASCII_PUNCTUATION = frozenset(string.punctuation)  # none is whitespace, a letter or a digit
 #: Characters ``str.split`` splits at that are not whitespace to a BPE pre-tokenizer (``\\s``).
 _SEPARATORS = "\x1c\x1d\x1e\x1f"
+#: An ASCII control character other than tab, line feed and carriage return.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _UNSPLIT = ("", "")  # never a real split: both parts of a real one are non-empty
 _SENTINEL = 987_654_321  # a number no header shows by itself, to locate ``n`` in a header
 
@@ -80,8 +83,11 @@ class Meter:
         default_factory=dict, init=False, repr=False
     )
     _known_splits: bool = field(default=False, init=False, repr=False)
+    # Whether the format's escape is a built-in one (tabs and line breaks stay whitespace).
+    _plain_breaks: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._plain_breaks = type(self.format).escape.__module__ == Format.__module__
         self._known_splits = bool(
             getattr(self.tokenizer, "known_splits", False)
             and self.tokenizer.additive
@@ -179,7 +185,10 @@ class Meter:
         whitespace: each of those is taken off. The words are the rendered body's; for printable
         ASCII, the text's, without rendering it (escaping then only strips and collapses spaces
         and inserts characters: the body has at least the text's words; elsewhere it may drop
-        invisible characters, a word of them included). Any other tokenizer: 1 (0 for an empty body).
+        invisible characters, a word of them included). With a built-in format, ASCII text whose
+        only other characters are tabs and line breaks (``\t``, ``\n``, ``\r``: most retrieved
+        passages) is read the same way: those escapes keep each as whitespace. Any other
+        tokenizer: 1 (0 for an empty body).
         """
         known = self._text_tokens.get(chunk.text)
         if known is not None:
@@ -187,6 +196,11 @@ class Meter:
         if not getattr(self.tokenizer, "known_splits", False):  # the body alone: any format
             return 1 if self.body(chunk) else 0
         text = chunk.text
+        if text.isascii() and not text.isprintable() and self._plain_breaks and not _CONTROLS.search(text):
+            # ASCII whose only controls are tab, line feed and carriage return: the built-in
+            # escapes keep each as whitespace (a carriage return becomes a line feed), so the
+            # text's words are the body's, as for printable ASCII; no need to render it.
+            return len(text.split(None, max(cap, 0)))
         if not (text.isascii() and text.isprintable()):
             text = self.body(chunk)
         words = len(text.split(None, max(cap, 0)))

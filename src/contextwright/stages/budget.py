@@ -26,7 +26,7 @@ from contextwright.model.spans import compose
 from contextwright.render.meter import Meter
 from contextwright.stages.base import register_stage
 from contextwright.stages.filter import by_relevance
-from contextwright.stages.words import has_term, lower, lowered_sentences, sentence_sizes, terms
+from contextwright.stages.words import has_term, lowered_sentences, sentence_sizes, terms
 
 __all__ = ["TokenBudget", "sentence_ends"]
 
@@ -330,7 +330,7 @@ class _Relevance:
         # Document frequency over the chunks joined by "\n" (no term holds one, and a chunk's
         # first word follows it as it would the start of the text): per term, str.find from
         # hit to hit, and past a chunk once it counts, instead of a test per chunk and term.
-        lowered = [lower(c.text) for c in chunks]
+        lowered = [c.text.lower() for c in chunks]  # not cached: a cache lookup costs more
         joined = "\n".join(lowered)
         starts = [0]
         for low in lowered[:-1]:

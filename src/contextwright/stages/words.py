@@ -22,7 +22,6 @@ from contextwright.tokens import CachedTokenizer
 __all__ = [
     "analyze",
     "has_term",
-    "lower",
     "lowered_sentences",
     "sentence_sizes",
     "sentence_spans",
@@ -141,12 +140,6 @@ def analyze(text: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ..
     """
     spans = sentence_spans(text)
     return spans, tuple(tuple(terms(text[s:e])) for s, e in spans)
-
-
-@text_cache(max_bytes=8 * 2**20, maxsize=16_384)
-def lower(text: str) -> str:
-    """``text.lower()``, cached by text."""
-    return text.lower()
 
 
 @text_cache(max_bytes=8 * 2**20, maxsize=16_384, size=_lowered_bytes)
