@@ -124,6 +124,30 @@ def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
     assert f"guard amount: {2 * measured}/{2 * measured} queries assembled (no reader)" in out.stderr
 
 
+def test_fit_fail_under_naive_exits_3_where_the_profile_reads_under_naive(
+    llama_server: Any, dev: Path, tmp_path: Path
+) -> None:
+    """A profile that sends almost nothing (a 5-token cap) against naive on 12 held-out queries: here
+    SmolLM2 reads it 16.7 points under naive, so ``--fail-under-naive`` exits 3 after writing the
+    profile; the exit code follows the confirmation whatever a machine's replies give."""
+    profile = tmp_path / "starved.toml"
+    args = [str(dev), "--limit", "24", "--min-queries", "4", "--step", "4", "--budget", "250"]
+    args += ["--knob", "amount=cap:5", "--knob", "order=ends", "--knob", "dedup=containment"]
+    args += ["--knob", "framing=lean", "--knob", "prompt=default", "--reader", llama_server.base_url]
+    args += ["--reader-model", llama_server.model, "--reader-max-tokens", "12", "--reader-concurrency", "1"]
+    args += ["--reader-cache", str(tmp_path / "c.sqlite"), "--out", str(profile), "--fail-under-naive"]
+    out = _fit(*args, timeout=600)
+    data = tomllib.loads(profile.read_text())  # written before the exit code is decided
+    under = [c["budget"] for c in data["fit"]["confirm"] if c["delta"] < 0]
+    assert out.returncode == (3 if under else 0), out.stderr
+    if under:
+        assert (
+            "reads under naive at 250 tokens on the held-out queries (--fail-under-naive): exit 3"
+            in out.stderr
+        )
+        assert data["fit"]["cautions"][0].startswith("The profile reads under naive at every budget")
+
+
 def test_fit_refuses_expand_without_a_corpus_and_names_the_flag(dev: Path, tmp_path: Path) -> None:
     out = _unreachable(dev, tmp_path, "--knob", "expand=off,on")
     assert out.returncode == 2 and "expand=on" in out.stderr and "--corpus FILE" in out.stderr
@@ -218,6 +242,12 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
         in out.stderr
     )
     assert f"asked {redone['fit']['requests']} requests: 0 answered by the reader now" in rerun.stderr
+    # --fail-under-naive: exit 3 exactly when a confirmed budget reads under naive, every file written
+    strict_out = tmp_path / "strict.toml"
+    strict = _fit(*offline[:-1], str(strict_out), "--fail-under-naive")
+    under = [c["budget"] for c in data["fit"]["confirm"] if c["delta"] < 0]
+    assert strict.returncode == (3 if under else 0), strict.stderr
+    assert strict_out.exists() and ("(--fail-under-naive): exit 3" in strict.stderr) == bool(under)
     # under a label the cache does not hold, every request fails: refused, no profile written
     offline[offline.index("llama.cpp:smollm2-test")] = "llama.cpp:other"
     offline[-1] = str(tmp_path / "none.toml")

@@ -391,6 +391,10 @@ def test_a_profile_under_naive_at_every_budget_says_to_keep_naive(tmp_path: Path
         _confirmed(1000, 0.20, 0.25, low=-0.09, high=0.01),
     )
     assert len(one.cautions) == 1 and not one.cautions[0].startswith("The profile reads under naive at every")
+    # what `fit --fail-under-naive` exits 3 on: any budget under naive, by the point estimate
+    assert result.under_naive == (500, 1000) and one.under_naive == (1000,)
+    level = _fitted(_confirmed(500, 0.25, 0.25, low=-0.05, high=0.05))
+    assert level.under_naive == ()  # level with naive is not under it
 
 
 def test_the_caution_thresholds_are_the_issue_targets() -> None:

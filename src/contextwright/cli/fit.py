@@ -138,6 +138,15 @@ def fit_cmd(
     html_out: Annotated[
         str | None, typer.Option("--html", help="Write an HTML report with the plot.")
     ] = None,
+    fail_under_naive: Annotated[
+        bool,
+        typer.Option(
+            "--fail-under-naive",
+            help="Exit 3, after writing every file, when the profile reads under naive on the held-out "
+            "queries at any budget (its confirmed delta below zero): a script or CI job then keeps naive "
+            "for this reader. Without it, such a fit exits 0 and says so in its cautions.",
+        ),
+    ] = False,
 ) -> None:
     """Fit the context to a reader: race settings of how much to send, the order, dedup, framing and prompt on part of your labelled queries, confirm the winner against naive on the rest, and write it as a profile.
 
@@ -203,6 +212,15 @@ def fit_cmd(
     except ContextwrightError as exc:
         fail(str(exc))
     _publish(result, out=out, json_out=json_out, html_out=html_out)
+    if fail_under_naive and result.under_naive:
+        at = ", ".join(f"{b:,}" for b in result.under_naive)
+        err.print(
+            f"fit: the profile reads under naive at {at} tokens on the held-out queries (--fail-under-naive): "
+            f"exit 3. Keep naive for this reader at {'that budget' if len(result.under_naive) == 1 else 'those budgets'}; "
+            f"the profile written to {out} is the record of the search.",
+            highlight=False,
+        )
+        raise typer.Exit(3)
 
 
 def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:

@@ -125,6 +125,13 @@ class FitResult:
         """What the confirmation does not support, in plain words (empty when it supports the profile)."""
         return cautions(self)
 
+    @property
+    def under_naive(self) -> tuple[int, ...]:
+        """The budgets at which the profile read under naive on the held-out queries (its delta, the
+        point estimate, below zero): where naive is the better choice for this reader. ``fit
+        --fail-under-naive`` exits 3 when there is any."""
+        return tuple(c.budget for c in self.confirmations if c.delta < 0)
+
     def profile(self) -> dict[str, Any]:
         """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
         out = dict(self.config)
@@ -554,7 +561,7 @@ def cautions(result: FitResult) -> tuple[str, ...]:
     if not cs:
         return ()
     out: list[str] = []
-    under = [c for c in cs if c.delta < 0]
+    under = [c for c in cs if c.budget in result.under_naive]
     if len(under) == len(cs):
         at = ", ".join(f"{c.budget:,}" for c in cs)
         out.append(
