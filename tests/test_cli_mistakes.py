@@ -110,6 +110,41 @@ def _fresh_small_budget_warning() -> None:
     pipeline._SMALL_BUDGETS_LOGGED.clear()  # logged once per budget and process: each test is a new run
 
 
+def need_of(stderr: str) -> int:
+    return int(one_line(stderr).split("raise the ceiling to at least ")[1].split()[0].rstrip(","))
+
+
+def test_a_ceiling_too_small_for_any_chunk_names_the_ceiling_not_the_budget(tmp_path: Path) -> None:
+    """A fitted profile's cap under every chunk: the budget would hold one, so the warning says to
+    raise the ceiling (a larger budget would change nothing), with the figure that fits."""
+    profile = tmp_path / "capped.toml"
+    profile.write_text(
+        'name = "capped"\nformat = "lean"\n[[stages]]\ntype = "token_budget"\npolicy = "fill"\nceiling = 5\n'
+    )
+    args = ["assemble", str(EXAMPLE), "-q", "x-rays?", "--budget", "300", "--preset", str(profile)]
+    out = runner.invoke(app, [*args, "--json"], env=WIDE)
+    assert out.exit_code == 0, out.stderr
+    message = one_line(out.stderr)
+    assert (
+        "warning: ceiling 5: no chunk fits under token_budget's ceiling, so the context is empty" in message
+    )
+    assert "(the budget, 300, would hold it)" in message and "pass a budget" not in message
+    from contextwright.assembly import pipeline
+
+    pipeline._SMALL_BUDGETS_LOGGED.clear()  # logged once per ceiling and process: a new run
+    under = runner.invoke(app, [*args[:-3], "20", *args[-2:]], env=WIDE)  # both under the smallest chunk
+    assert "ceiling 5: no chunk fits" in one_line(under.stderr)
+    assert f"(the budget, 20, to be raised to {need_of(under.stderr)} too)" in one_line(under.stderr)
+    need = need_of(out.stderr)
+    assert 5 < need <= 300
+    notes = json.loads(out.stdout)["report"]["stages"][-1]["notes"]
+    assert any(n.startswith("ceiling 5: no chunk fits") for n in notes)
+    profile.write_text(profile.read_text().replace("ceiling = 5", f"ceiling = {need}"))
+    fits = runner.invoke(app, [*args, "--json"], env=WIDE)
+    assert json.loads(fits.stdout)["report"]["output_chunks"] == 1  # the figure it names is exact
+    assert "no chunk fits" not in fits.stderr
+
+
 @pytest.mark.parametrize("budget", [5, 20])
 def test_a_budget_too_small_for_any_chunk_warns_with_the_smallest_need(budget: int) -> None:
     out = runner.invoke(app, ["assemble", str(EXAMPLE), "-q", "x-rays?", "--budget", str(budget)], env=WIDE)

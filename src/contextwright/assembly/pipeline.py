@@ -133,17 +133,24 @@ def zero_budget_notes(budget: int, chunks: int) -> tuple[str, ...]:
     return (ZERO_BUDGET_NOTE,)
 
 
-#: The budgets the "no chunk fits" warning was logged for (an eval at 20 tokens warns once, not per query).
-_SMALL_BUDGETS_LOGGED: set[int] = set()
+#: The budgets (and ceilings) the "no chunk fits" warning was logged for (an eval at 20 tokens warns once, not per query).
+_SMALL_BUDGETS_LOGGED: set[object] = set()
 
 
 def small_budget_notes(
-    budget: int, inputs: Sequence[Chunk], kept: int, meter: Meter, reports: Sequence[StageReport]
+    budget: int,
+    inputs: Sequence[Chunk],
+    kept: int,
+    meter: Meter,
+    reports: Sequence[StageReport],
+    ceiling: int | None = None,
 ) -> tuple[str, ...]:
     """The warning, logged and noted, when a budget > 0 is too small for any one chunk.
 
     Only when the budget emptied the context: chunks dropped as ``over_budget`` and none kept
-    (a relevance stop that keeps nothing says so in its own report).
+    (a relevance stop that keeps nothing says so in its own report). When the budget would
+    hold the smallest chunk but ``token_budget``'s ``ceiling`` (a fitted profile's cap) is
+    under it, the note names the ceiling: raising the budget would change nothing.
     """
     if budget <= 0 or kept or not inputs:
         return ()
@@ -151,13 +158,28 @@ def small_budget_notes(
         return ()
     need = min(meter.set_cost([c], 1) for c in inputs)
     # One template: over many queries the CLI shows it once (the first call's figures).
-    template = (
-        "budget %s: no chunk fits, so the context is empty; the smallest chunk needs "
-        "%s tokens with its header: pass a budget of at least %s"
-    )
-    figures = (f"{budget:,}", f"{need:,}", f"{need:,}")
-    if budget not in _SMALL_BUDGETS_LOGGED:  # logged once per budget and process; noted every time
-        _SMALL_BUDGETS_LOGGED.add(budget)
+    if ceiling is not None and ceiling < min(need, budget):
+        template = (
+            "ceiling %s: no chunk fits under token_budget's ceiling, so the context is empty; the smallest "
+            "chunk needs %s tokens with its header: raise the ceiling to at least %s, or remove it to fill "
+            "the budget (%s)"
+        )
+        budget_too = "would hold it" if need <= budget else f"to be raised to {need:,} too"
+        figures: tuple[str, ...] = (
+            f"{ceiling:,}",
+            f"{need:,}",
+            f"{need:,}",
+            f"the budget, {budget:,}, {budget_too}",
+        )
+        key: object = ("ceiling", ceiling)
+    else:
+        template = (
+            "budget %s: no chunk fits, so the context is empty; the smallest chunk needs "
+            "%s tokens with its header: pass a budget of at least %s"
+        )
+        figures, key = (f"{budget:,}", f"{need:,}", f"{need:,}"), budget
+    if key not in _SMALL_BUDGETS_LOGGED:  # logged once per budget (or ceiling) and process; noted every time
+        _SMALL_BUDGETS_LOGGED.add(key)
         logger.warning(template, *figures, extra={"budget": budget, "chunks": len(inputs), "smallest": need})
     return (template % figures,)
 
@@ -412,7 +434,10 @@ class Pipeline:
             ms=(time.perf_counter() - start) * 1000,
             notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
         )
-        small = small_budget_notes(budget, inputs, len(blocks), meter, [*reports, render])
+        ceilings = [c for c in (getattr(st, "ceiling", None) for st in self.stages) if isinstance(c, int)]
+        small = small_budget_notes(
+            budget, inputs, len(blocks), meter, [*reports, render], min(ceilings, default=None)
+        )
         reports.append(replace(render, notes=(*render.notes, *small)) if small else render)
         report = Report(
             stages=tuple(reports),
