@@ -211,16 +211,21 @@ def fit_cmd(
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
         fail(str(exc))
-    _publish(result, out=out, json_out=json_out, html_out=html_out)
-    if fail_under_naive and result.under_naive:
-        at = ", ".join(f"{b:,}" for b in result.under_naive)
-        err.print(
-            f"fit: the profile reads under naive at {at} tokens on the held-out queries (--fail-under-naive): "
-            f"exit 3. Keep naive for this reader at {'that budget' if len(result.under_naive) == 1 else 'those budgets'}; "
-            f"the profile written to {out} is the record of the search.",
-            highlight=False,
-        )
-        raise typer.Exit(3)
+    _publish(result, out=out, json_out=json_out, html_out=html_out, fail_under_naive=fail_under_naive)
+
+
+def _exit_if_under_naive(result: Any, out: str) -> None:
+    """``--fail-under-naive``: exit 3 when the profile reads under naive at any confirmed budget."""
+    if not result.under_naive:
+        return
+    at = ", ".join(f"{b:,}" for b in result.under_naive)
+    where = "that budget" if len(result.under_naive) == 1 else "those budgets"
+    err.print(
+        f"fit: the profile reads under naive at {at} tokens on the held-out queries (--fail-under-naive): "
+        f"exit 3. Keep naive for this reader at {where}; the profile written to {out} is the record of the search.",
+        highlight=False,
+    )
+    raise typer.Exit(3)
 
 
 def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
@@ -252,8 +257,11 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
             interrupted(rd)
 
 
-def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | None) -> None:
-    """The trials table and the verdict on stdout; the profile, JSON and HTML files."""
+def _publish(
+    result: Any, *, out: str, json_out: str | None, html_out: str | None, fail_under_naive: bool = False
+) -> None:
+    """The trials table and the verdict on stdout; the profile, JSON and HTML files; then, with
+    ``--fail-under-naive``, exit 3 when the profile reads under naive at a confirmed budget."""
     import json
     from pathlib import Path
 
@@ -295,3 +303,5 @@ def _publish(result: Any, *, out: str, json_out: str | None, html_out: str | Non
     if html_out:
         write_fit_html(result, html_out)
         err.print(f"wrote {html_out}", highlight=False)
+    if fail_under_naive:
+        _exit_if_under_naive(result, out)
