@@ -186,7 +186,7 @@ class Meter:
         ASCII, the text's, without rendering it (escaping then only strips and collapses spaces
         and inserts characters: the body has at least the text's words; elsewhere it may drop
         invisible characters, a word of them included). With a built-in format, ASCII text whose
-        only other characters are tabs and line breaks (``\t``, ``\n``, ``\r``: most retrieved
+        only other characters are tabs and line breaks (``\\t``, ``\\n``, ``\\r``: most retrieved
         passages) is read the same way: those escapes keep each as whitespace. Any other
         tokenizer: 1 (0 for an empty body).
         """
