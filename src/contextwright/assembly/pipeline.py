@@ -143,20 +143,24 @@ def small_budget_notes(
     kept: int,
     meter: Meter,
     reports: Sequence[StageReport],
-    ceiling: int | None = None,
+    stages: Sequence[object] = (),
 ) -> tuple[str, ...]:
     """The warning, logged and noted, when a budget > 0 is too small for any one chunk.
 
     Only when the budget emptied the context: chunks dropped as ``over_budget`` and none kept
-    (a relevance stop that keeps nothing says so in its own report). When the budget would
-    hold the smallest chunk but ``token_budget``'s ``ceiling`` (a fitted profile's cap) is
-    under it, the note names the ceiling: raising the budget would change nothing.
+    (a relevance stop that keeps nothing says so in its own report). When a ``token_budget``
+    of ``stages`` has a ``ceiling`` (a fitted profile's cap) under the budget and the smallest
+    chunk, the note names the ceiling: raising the budget alone would change nothing.
     """
     if budget <= 0 or kept or not inputs:
         return ()
     if not any(d.reason == "over_budget" for r in reports for d in r.dropped):
         return ()
     need = min(meter.set_cost([c], 1) for c in inputs)
+    # Looked up only here, when the context came out empty (a stage's ceiling: ``token_budget``'s).
+    ceiling = min(
+        (c for c in (getattr(st, "ceiling", None) for st in stages) if isinstance(c, int)), default=None
+    )
     # One template: over many queries the CLI shows it once (the first call's figures).
     if ceiling is not None and ceiling < min(need, budget):
         template = (
@@ -434,10 +438,7 @@ class Pipeline:
             ms=(time.perf_counter() - start) * 1000,
             notes=(f"format {self.format.name}", *zero_budget_notes(budget, len(inputs))),
         )
-        ceilings = [c for c in (getattr(st, "ceiling", None) for st in self.stages) if isinstance(c, int)]
-        small = small_budget_notes(
-            budget, inputs, len(blocks), meter, [*reports, render], min(ceilings, default=None)
-        )
+        small = small_budget_notes(budget, inputs, len(blocks), meter, [*reports, render], self.stages)
         reports.append(replace(render, notes=(*render.notes, *small)) if small else render)
         report = Report(
             stages=tuple(reports),

@@ -561,7 +561,8 @@ def cautions(result: FitResult) -> tuple[str, ...]:
     if not cs:
         return ()
     out: list[str] = []
-    under = [c for c in cs if c.budget in result.under_naive]
+    under_at = set(result.under_naive)  # the one rule of "under naive", read once
+    under = [c for c in cs if c.budget in under_at]
     if len(under) == len(cs):
         at = ", ".join(f"{c.budget:,}" for c in cs)
         out.append(
