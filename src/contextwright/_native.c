@@ -13,8 +13,9 @@
  * unicode_profile(text, k) -> the same for any str already NFKC-normalized and case-folded:
  *     words are the regex's \w+ runs (str.isalnum() characters and "_"), hashed as UTF-8;
  * word_hashes(words, k)   -> the shingle hashes of a list of bytes words (any text);
- * ascii_word_bounds(text, ranges) -> (starts, ends): where each word of an ASCII str begins and
- *     ends, the words read inside the given (start, end) character ranges (containment's strip).
+ * word_bounds(text, ranges) -> (starts, ends): where each comparison word of a str begins and
+ *     ends, the words read inside the given (start, end) character ranges (containment's strip);
+ *     a word with a non-ASCII character is given once per word of its NFKC, case-folded form.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -276,14 +277,65 @@ static PyObject *word_hashes(PyObject *self, PyObject *args) {
     return out;
 }
 
-static PyObject *ascii_word_bounds(PyObject *self, PyObject *args) {
+/* The number of \w+ runs in NFKC(word).casefold(): what containment's comparison reads of a word
+ * with a non-ASCII character (shingle_words normalizes the whole text; one word normalized on
+ * its own agrees but for rare compatibility characters, and then the counts do not add up and
+ * the caller does not strip). -1 with an error set. */
+static Py_ssize_t folded_words(PyObject *text, Py_ssize_t start, Py_ssize_t end) {
+    static PyObject *normalize = NULL;
+    if (normalize == NULL) {
+        PyObject *mod = PyImport_ImportModule("unicodedata");
+        if (mod == NULL)
+            return -1;
+        normalize = PyObject_GetAttrString(mod, "normalize");
+        Py_DECREF(mod);
+        if (normalize == NULL)
+            return -1;
+    }
+    PyObject *word = PyUnicode_Substring(text, start, end);
+    if (word == NULL)
+        return -1;
+    PyObject *norm = PyObject_CallFunction(normalize, "sO", "NFKC", word);
+    Py_DECREF(word);
+    if (norm == NULL)
+        return -1;
+    PyObject *folded = PyObject_CallMethod(norm, "casefold", NULL);
+    Py_DECREF(norm);
+    if (folded == NULL)
+        return -1;
+    int kind = PyUnicode_KIND(folded);
+    const void *data = PyUnicode_DATA(folded);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(folded), runs = 0;
+    int in = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int w = is_uni_word(PyUnicode_READ(kind, data, i));
+        runs += w && !in;
+        in = w;
+    }
+    Py_DECREF(folded);
+    return runs;
+}
+
+/* Append `start` to starts and `end` to ends, `times` times; -1 with an error set. */
+static int append_bounds(PyObject *starts, PyObject *ends, Py_ssize_t start, Py_ssize_t end, Py_ssize_t times) {
+    if (times <= 0)
+        return 0;
+    PyObject *a = PyLong_FromSsize_t(start), *b = PyLong_FromSsize_t(end);
+    int bad = a == NULL || b == NULL;
+    for (Py_ssize_t j = 0; j < times && !bad; j++)
+        bad = PyList_Append(starts, a) < 0 || PyList_Append(ends, b) < 0;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return bad ? -1 : 0;
+}
+
+static PyObject *word_bounds(PyObject *self, PyObject *args) {
     PyObject *text, *ranges;
-    if (!PyArg_ParseTuple(args, "UO:ascii_word_bounds", &text, &ranges))
+    if (!PyArg_ParseTuple(args, "UO:word_bounds", &text, &ranges))
         return NULL;
-    Py_ssize_t n;
-    const unsigned char *s = ascii_chars(text, "ascii_word_bounds", &n);
-    if (s == NULL)
-        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text), ascii = PyUnicode_IS_ASCII(text);
+    const void *data = PyUnicode_DATA(text);
     PyObject *seq = PySequence_Fast(ranges, "ranges must be a sequence of (start, end) pairs");
     if (seq == NULL)
         return NULL;
@@ -297,26 +349,42 @@ static PyObject *ascii_word_bounds(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_TypeError, "a range is a (start, end) tuple; got %.100s", Py_TYPE(pair)->tp_name);
             goto fail;
         }
-        if (!PyArg_ParseTuple(pair, "nn:ascii_word_bounds", &lo, &hi))
+        if (!PyArg_ParseTuple(pair, "nn:word_bounds", &lo, &hi))
             goto fail;
         if (lo < 0 || hi > n || lo > hi) {
             PyErr_Format(PyExc_ValueError, "range (%zd, %zd) is outside the text of %zd characters", lo, hi, n);
             goto fail;
         }
         Py_ssize_t i = lo;
-        while (i < hi) {
-            while (i < hi && !is_word(s[i]))
+        while (ascii && i < hi) { /* the common case: bytes, no lookup per character */
+            const unsigned char *b = data;
+            while (i < hi && !is_word(b[i]))
                 i++;
             if (i == hi)
                 break;
             Py_ssize_t start = i;
-            while (i < hi && is_word(s[i]))
+            while (i < hi && is_word(b[i]))
                 i++;
-            PyObject *a = PyLong_FromSsize_t(start), *b = PyLong_FromSsize_t(i);
-            int bad = a == NULL || b == NULL || PyList_Append(starts, a) < 0 || PyList_Append(ends, b) < 0;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            if (bad)
+            if (append_bounds(starts, ends, start, i, 1) < 0)
+                goto fail;
+        }
+        while (i < hi) {
+            while (i < hi && !is_uni_word(PyUnicode_READ(kind, data, i)))
+                i++;
+            if (i == hi)
+                break;
+            Py_ssize_t start = i;
+            Py_UCS4 top = 0;
+            while (i < hi) {
+                Py_UCS4 c = PyUnicode_READ(kind, data, i);
+                if (!is_uni_word(c))
+                    break;
+                top |= c;
+                i++;
+            }
+            /* an ASCII word is one comparison word; another is as many as it normalizes to */
+            Py_ssize_t times = top < 0x80 ? 1 : folded_words(text, start, i);
+            if (times < 0 || append_bounds(starts, ends, start, i, times) < 0)
                 goto fail;
         }
     }
@@ -409,19 +477,7 @@ static const uint64_t *hashes_of(PyObject *b, Py_ssize_t *n) {
     return (const uint64_t *)PyBytes_AS_STRING(b);
 }
 
-static PyObject *table_isdisjoint(Table *t, PyObject *b) {
-    Py_ssize_t n;
-    const uint64_t *h = hashes_of(b, &n);
-    if (h == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t key;
-        memcpy(&key, h + i, sizeof key);
-        if (t->owners[slot_of(t, key)] >= 0)
-            Py_RETURN_FALSE;
-    }
-    Py_RETURN_TRUE;
-}
+static int table_put(Table *t, const uint64_t *h, Py_ssize_t n, int owner);
 
 static PyObject *table_add(Table *t, PyObject *args) {
     PyObject *b;
@@ -434,11 +490,16 @@ static PyObject *table_add(Table *t, PyObject *args) {
     }
     Py_ssize_t n;
     const uint64_t *h = hashes_of(b, &n);
-    if (h == NULL)
+    if (h == NULL || table_put(t, h, n, owner) < 0)
         return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Add each shingle of `h` not in the table yet, owned by `owner`; 0, or -1 with an error set. */
+static int table_put(Table *t, const uint64_t *h, Py_ssize_t n, int owner) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if ((t->used + 1) * 2 > t->cap && table_resize(t, t->cap * 2) < 0)
-            return NULL;
+            return -1;
         uint64_t key;
         memcpy(&key, h + i, sizeof key);
         Py_ssize_t j = slot_of(t, key);
@@ -448,39 +509,115 @@ static PyObject *table_add(Table *t, PyObject *args) {
             t->used++;
         }
     }
-    Py_RETURN_NONE;
+    return 0;
 }
 
-static PyObject *table_owners(Table *t, PyObject *b) {
+/* (main, runs) of a chunk whose shingle i is held by kept chunk own[i] (-1: none), some held:
+ * main, the kept chunk holding most of them (ties: the one holding the earliest); runs, the word
+ * runs [a, b) the held shingles cover, merged, ascending. */
+static PyObject *cover_of(const int32_t *own, Py_ssize_t n, Py_ssize_t k, int32_t top) {
+    Py_ssize_t *count = PyMem_Calloc((size_t)top + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *first = PyMem_Malloc(((size_t)top + 1) * sizeof(Py_ssize_t));
+    PyObject *runs = PyList_New(0), *out = NULL;
+    if (count == NULL || first == NULL || runs == NULL) {
+        if (runs != NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t a = -1, b = -1; /* the run being merged */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t o = own[i];
+        if (o < 0)
+            continue;
+        if (count[o]++ == 0)
+            first[o] = i;
+        if (a >= 0 && i <= b) {
+            b = i + k;
+            continue;
+        }
+        if (a >= 0) {
+            PyObject *run = Py_BuildValue("(nn)", a, b);
+            if (run == NULL || PyList_Append(runs, run) < 0) {
+                Py_XDECREF(run);
+                goto done;
+            }
+            Py_DECREF(run);
+        }
+        a = i;
+        b = i + k;
+    }
+    PyObject *run = Py_BuildValue("(nn)", a, b);
+    if (run == NULL || PyList_Append(runs, run) < 0) {
+        Py_XDECREF(run);
+        goto done;
+    }
+    Py_DECREF(run);
+    int32_t main = -1;
+    for (int32_t o = 0; o <= top; o++)
+        if (count[o] && (main < 0 || count[o] > count[main] || (count[o] == count[main] && first[o] < first[main])))
+            main = o;
+    PyObject *tuple = PyList_AsTuple(runs);
+    if (tuple != NULL)
+        out = Py_BuildValue("(iN)", main, tuple);
+done:
+    PyMem_Free(count);
+    PyMem_Free(first);
+    Py_XDECREF(runs);
+    return out;
+}
+
+static PyObject *table_visit(Table *t, PyObject *args) {
+    PyObject *b;
+    Py_ssize_t k;
+    int owner;
+    if (!PyArg_ParseTuple(args, "Oni:visit", &b, &k, &owner))
+        return NULL;
+    if (owner < 0) {
+        PyErr_Format(PyExc_ValueError, "owner must be a chunk's index (>= 0); got %d", owner);
+        return NULL;
+    }
+    if (check_k(k) < 0)
+        return NULL;
     Py_ssize_t n;
     const uint64_t *h = hashes_of(b, &n);
     if (h == NULL)
         return NULL;
-    PyObject *out = PyList_New(n);
-    if (out == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t i = 0;
+    for (; i < n; i++) {
         uint64_t key;
         memcpy(&key, h + i, sizeof key);
-        int32_t o = t->owners[slot_of(t, key)];
-        PyObject *item = o >= 0 ? PyLong_FromLong(o) : Py_NewRef(Py_None);
-        if (item == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, i, item);
+        if (t->owners[slot_of(t, key)] >= 0)
+            break;
     }
+    if (i == n) { /* nothing of it is kept yet: keep it */
+        if (table_put(t, h, n, owner) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    int32_t *own = PyMem_Malloc(sizeof(int32_t) * n), top = 0;
+    if (own == NULL)
+        return PyErr_NoMemory();
+    for (i = 0; i < n; i++) {
+        uint64_t key;
+        memcpy(&key, h + i, sizeof key);
+        own[i] = t->owners[slot_of(t, key)];
+        if (own[i] > top)
+            top = own[i];
+    }
+    PyObject *out = cover_of(own, n, k, top);
+    PyMem_Free(own);
     return out;
 }
 
 static Py_ssize_t table_len(Table *t) { return t->used; }
 
 static PyMethodDef TABLE_METHODS[] = {
-    {"isdisjoint", (PyCFunction)table_isdisjoint, METH_O, "isdisjoint(hashes) -> whether no shingle is in the table."},
+    {"visit", (PyCFunction)table_visit, METH_VARARGS,
+     "visit(hashes, k, owner) -> None when no shingle is in the table (then they are added, owned by "
+     "chunk `owner`); else (main, runs): the kept chunk holding most of them (ties: the earliest "
+     "held), and the word runs [a, b) the held k-word shingles cover, merged (nothing is added)."},
     {"add", (PyCFunction)table_add, METH_VARARGS,
      "add(hashes, owner) -> None: each shingle not in the table yet, owned by chunk `owner`."},
-    {"owners", (PyCFunction)table_owners, METH_O,
-     "owners(hashes) -> [the chunk owning each shingle, or None]."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -506,9 +643,9 @@ static PyMethodDef METHODS[] = {
      "the regex's \\w+ runs, hashed as UTF-8."},
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(words, k) -> the shingle hashes of a list of bytes words (none for fewer than k)."},
-    {"ascii_word_bounds", ascii_word_bounds, METH_VARARGS,
-     "ascii_word_bounds(text, ranges) -> (starts, ends) of the words of an ASCII str inside the "
-     "(start, end) ranges."},
+    {"word_bounds", word_bounds, METH_VARARGS,
+     "word_bounds(text, ranges) -> (starts, ends) of the comparison words of a str inside the "
+     "(start, end) ranges: a word with a non-ASCII character once per word it normalizes to."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -95,29 +95,47 @@ def test_the_ascii_pass_finds_the_words_python_finds() -> None:
     assert native.ascii_profile("a b", 3) == (2, b"")
 
 
-def test_word_bounds_agree_with_python_on_every_ascii_dev_text(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_word_bounds_agree_with_python_on_every_dev_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """The strip's word bounds, over the whole text and over every other line (as boilerplate
-    lines leave them out)."""
-    texts = [t for t in dict.fromkeys(c.text for chunks in _lists(300) for c in chunks) if t.isascii()]
-    compared = 0
-    for text in [*texts, "", "...", "a", " a_1 (b) c.", "x\n\ny z\nw"]:
+    lines leave them out), on every dev text, ASCII or not, and on words whose normal form is
+    more words, fewer, or none."""
+    texts = list(dict.fromkeys(c.text for chunks in _lists(300) for c in chunks))
+    texts += [
+        "",
+        "...",
+        "a",
+        " a_1 (b) c.",
+        "x\n\ny z\nw",
+        "Émile Zola's «J'accuse…!» — ﬁrst printed 1898",
+        "½ cup, x² and ﬀ: Straße ǅemal",  # NFKC: "1⁄2" is two words, "x2" one, "ff" one
+        "ａｂｃ　ｄｅｆ ①② 東京都 は 日本 e\u0301 \u0301a",
+        "Ⅻ x\u0345 ᾳ word",  # a word whose folded form ends or starts with a mark
+    ]
+    compared = non_ascii = 0
+    for text in texts:
         lines, at = [], 0
         for line in text.split("\n"):
             lines.append((at, at + len(line)))
             at += len(line) + 1
         for ranges in ([(0, len(text))], lines[::2]):
-            n_words = sum(len(shingle_words(text[a:b])) for a, b in ranges)
             monkeypatch.setattr(profiles, "_impl", profiles.PYTHON)
-            want = containment._word_bounds(text, ranges, n_words)
+            words = sum(len(shingle_words(text[a:b])) for a, b in ranges)
+            py = [containment._word_bounds(text, ranges, n) for n in (words, words + 1)]
             monkeypatch.setattr(profiles, "_impl", profiles.NATIVE)
-            assert containment._word_bounds(text, ranges, n_words) == want is not None
-            assert containment._word_bounds(text, ranges, n_words + 1) is None  # a count that disagrees
+            c = [containment._word_bounds(text, ranges, n) for n in (words, words + 1)]
+            assert c == py, text[:80]
+            assert py[1] is None  # a count that disagrees
             compared += 1
-    assert compared > 5_000
+        non_ascii += not text.isascii()
+    assert compared > 7_000 and non_ascii > 100
+    # the C pass itself, where the normal form counts differently from the words as written
+    assert native.word_bounds("½ x", [(0, 3)]) == ([0, 0, 2], [1, 1, 3])  # "1⁄2": 1 and 2
+    assert native.word_bounds("naïve ﬁne", [(0, 9)]) == ([0, 6], [5, 9])
 
 
 def test_the_table_keeps_the_first_owner_of_each_shingle() -> None:
-    """ShingleTable against the Python walk's sets (``_SetTable``), on the same hashes."""
+    """ShingleTable against the Python walk's sets (``_SetTable``), on the same hashes: what a
+    visit finds (the main owner, ties included, and the covered runs) and what it keeps."""
     import random
     import struct
 
@@ -125,16 +143,22 @@ def test_the_table_keeps_the_first_owner_of_each_shingle() -> None:
     pool = [rnd.getrandbits(64) for _ in range(3_000)]  # enough to grow the C table many times
     c, py = native.ShingleTable(), containment._SetTable()
     assert len(c) == 0
-    for owner in range(200):
+    found = ties = 0
+    for owner in range(400):
         ints = tuple(rnd.choice(pool) for _ in range(rnd.randint(0, 60)))
         packed = struct.pack(f"={len(ints)}Q", *ints)
         signed = tuple(h - (1 << 64) if h >= 1 << 63 else h for h in ints)
-        assert c.isdisjoint(packed) == py.isdisjoint(signed)
-        assert c.owners(packed) == py.owners(signed)
-        if rnd.random() < 0.8:  # a dropped chunk is never added
-            c.add(packed, owner)
-            py.add(signed, owner)
-    assert len(c) == len(py.seen) > 2_000
+        k = rnd.choice((2, 8))
+        got = c.visit(packed, k, owner)
+        assert got == py.visit(signed, k, owner)
+        if got is not None:
+            found += 1
+            counts = [o for o in py.owners(signed) if o is not None]
+            ties += sum(counts.count(o) == counts.count(got[0]) for o in set(counts)) > 1
+            if rnd.random() < 0.8:  # a dropped chunk is never added
+                c.add(packed, owner)
+                py.add(signed, owner)
+    assert len(c) == len(py.seen) > 2_000 and found > 150 and ties > 10
 
 
 def test_bad_arguments_are_refused() -> None:
@@ -146,28 +170,32 @@ def test_bad_arguments_are_refused() -> None:
         native.word_hashes([b"a", "b", b"c"], 2)
     with pytest.raises(TypeError):
         native.word_hashes((b"a", b"b"), 2)  # a list, as shingle_words gives
-    with pytest.raises(ValueError, match="ASCII"):
-        native.ascii_word_bounds("naïve", [(0, 5)])
     with pytest.raises(ValueError, match=r"range \(2, 9\) is outside the text of 5 characters"):
-        native.ascii_word_bounds("a b c", [(2, 9)])
+        native.word_bounds("a b c", [(2, 9)])
+    with pytest.raises(ValueError, match=r"range \(0, 6\) is outside the text of 5 characters"):
+        native.word_bounds("naïve", [(0, 6)])
     with pytest.raises(TypeError, match="a range is a"):
-        native.ascii_word_bounds("a b c", [(1, 2, 3)])
+        native.word_bounds("a b c", [(1, 2, 3)])
     with pytest.raises(TypeError, match=r"a range is a \(start, end\) tuple; got list"):
-        native.ascii_word_bounds("a b c", [[0, 1]])
+        native.word_bounds("a b c", [[0, 1]])
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
-        native.ascii_word_bounds("a b c", [(1, "x")])
+        native.word_bounds("a b c", [(1, "x")])
     table = native.ShingleTable()
     with pytest.raises(TypeError, match="bytes of 8-byte values"):
         table.add(b"1234567", 0)
     with pytest.raises(TypeError, match="bytes of 8-byte values"):
-        table.owners((1, 2))  # type: ignore[arg-type]
+        table.visit((1, 2), 8, 0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="owner must be a chunk's index"):
         table.add(b"12345678", -1)
+    with pytest.raises(ValueError, match="owner must be a chunk's index"):
+        table.visit(b"12345678", 8, -1)
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        table.visit(b"12345678", 0, 0)
     with pytest.raises(TypeError, match="takes no arguments"):
         native.ShingleTable(8)  # type: ignore[call-arg]
-    assert len(table) == 0 and table.isdisjoint(b"") and table.owners(b"") == []
-    assert native.ascii_word_bounds("ab, cd_9 e", [(0, 10)]) == ([0, 4, 9], [2, 8, 10])
-    assert native.ascii_word_bounds("ab, cd_9 e", [(1, 5), (9, 10)]) == ([1, 4, 9], [2, 5, 10])
+    assert len(table) == 0 and table.visit(b"", 8, 0) is None and len(table) == 0
+    assert native.word_bounds("ab, cd_9 e", [(0, 10)]) == ([0, 4, 9], [2, 8, 10])
+    assert native.word_bounds("ab, cd_9 e", [(1, 5), (9, 10)]) == ([1, 4, 9], [2, 5, 10])
 
 
 def test_the_hash_is_keyed_per_process() -> None:

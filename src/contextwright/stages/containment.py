@@ -45,10 +45,10 @@ from contextwright.stages.profiles import _CACHE as _PROFILES
 from contextwright.stages.profiles import (
     Hashes,
     Profile,
-    ascii_word_bounds,
     native_table,
     profiles,
     shingle_hashes,
+    word_bounds,
 )
 from contextwright.stages.shingles import shingle_words
 
@@ -77,10 +77,11 @@ def _word_bounds(text: str, ranges: Sequence[Range], n_words: int) -> tuple[list
     comparison; the two agree except for rare compatibility characters, and
     then the chunk is simply not stripped. (An ASCII word is one word either way.)
     One ``re.split`` per range gives the words and the gaps between them, whose running
-    lengths are the bounds: no match object per word. An ASCII text takes one C pass where the
-    C module is built (29 -> ~2 µs a stripped dev chunk).
+    lengths are the bounds: no match object per word. Where the C module is built, one C pass
+    (29 -> ~2 µs an ASCII dev chunk; a text with other characters too, 47 -> ~6 µs, calling
+    back into Python only for a non-ASCII word).
     """
-    fast = ascii_word_bounds(text, ranges)
+    fast = word_bounds(text, ranges)
     if fast is not None:
         return fast if len(fast[0]) == n_words else None
     starts: list[int] = []
@@ -339,9 +340,8 @@ _SCAN_KEPT = 32
 class _Table(Protocol):
     """The index of the text kept: ``contextwright._native.ShingleTable``, or :class:`_SetTable`."""
 
-    def isdisjoint(self, hashes: Any, /) -> bool: ...
+    def visit(self, hashes: Any, k: int, owner: int, /) -> tuple[int, tuple[Range, ...]] | None: ...
     def add(self, hashes: Any, owner: int, /) -> None: ...
-    def owners(self, hashes: Any, /) -> list[int | None]: ...
 
 
 class _SetTable:
@@ -364,8 +364,17 @@ class _SetTable:
         self.sets: dict[int, frozenset[int]] = {}  # a kept chunk's shingles, built when first needed
         self.owner: dict[int, int] | None = None  # kept shingle -> first kept chunk holding it
 
-    def isdisjoint(self, hashes: tuple[int, ...]) -> bool:
-        return self.seen.isdisjoint(hashes)
+    def visit(self, hashes: tuple[int, ...], k: int, owner: int) -> tuple[int, tuple[Range, ...]] | None:
+        """None when no shingle is kept yet (then chunk ``owner``'s are); else ``(main, runs)``:
+        the kept chunk holding most of them (ties: the one holding the earliest) and the word runs
+        their ``k``-word shingles cover (nothing is added)."""
+        if self.seen.isdisjoint(hashes):
+            self.add(hashes, owner)
+            return None
+        found = self.owners(hashes)  # the kept chunk holding each shingle, or None
+        counts = Counter(o for o in found if o is not None)
+        runs = _covered_runs([p for p, o in enumerate(found) if o is not None], k)
+        return max(counts, key=counts.__getitem__), runs  # ties: the first counted
 
     def add(self, hashes: tuple[int, ...], owner: int) -> None:
         """Keep chunk ``owner``'s shingles; the ones already kept keep their first owner."""
@@ -425,13 +434,10 @@ class _Walk:
         if not sh:
             return False
         table = self.table
-        if table.isdisjoint(sh):
-            table.add(sh, i)
+        cover = table.visit(sh, self.stage.shingle_size, i)  # None: nothing of it is kept; it is now
+        if cover is None:
             return False
-        found = table.owners(sh)  # the kept chunk holding each shingle, or None
-        counts = Counter(o for o in found if o is not None)
-        runs = _covered_runs([p for p, o in enumerate(found) if o is not None], self.stage.shingle_size)
-        main = max(counts, key=counts.__getitem__)  # ties: the first kept (insertion order)
+        main, runs = cover
         share = sum(b - a for a, b in runs) / view.n_words
         c, chunks = self.chunks[i], self.chunks
         if share >= self.stage.threshold:

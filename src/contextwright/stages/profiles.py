@@ -31,11 +31,11 @@ from contextwright.stages.shingles import shingle_words
 __all__ = [
     "Hashes",
     "Profile",
-    "ascii_word_bounds",
     "implementation",
     "native_table",
     "profiles",
     "shingle_hashes",
+    "word_bounds",
 ]
 
 #: A text's shingle hashes: Python ints in the Python path; in C, ``bytes`` of 8-byte values
@@ -71,7 +71,7 @@ class _Impl(NamedTuple):
     name: str
     profile: Callable[[str, int], Profile]
     hashes: Callable[[list[bytes], int], Hashes]
-    #: Word bounds of an ASCII text in character ranges, where this implementation has them.
+    #: The comparison words' bounds in character ranges of a text, where this implementation has them.
     bounds: Callable[[str, Sequence[tuple[int, int]]], tuple[list[int], list[int]]] | None
     #: An empty index of the text kept, over this implementation's hashes (C only).
     table: Callable[[], _native.ShingleTable] | None
@@ -84,7 +84,7 @@ except ImportError:  # installed without a C compiler, or with CONTEXTWRIGHT_PUR
 
 PYTHON = _Impl("python", _py_profile, _py_hashes, None, None)
 NATIVE = (
-    _Impl("c", _c_profile, _native.word_hashes, _native.ascii_word_bounds, _native.ShingleTable)
+    _Impl("c", _c_profile, _native.word_hashes, _native.word_bounds, _native.ShingleTable)
     if _native is not None
     else None
 )
@@ -102,11 +102,13 @@ def shingle_hashes(words: list[bytes], k: int) -> Hashes:
     return _impl.hashes(words, k)
 
 
-def ascii_word_bounds(text: str, ranges: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]] | None:
-    """Where each word (``[A-Za-z0-9_]+``) of an ASCII ``text`` inside ``ranges`` starts and ends, in C;
-    None for a text with other characters, or without the C module (the caller's Python path)."""
+def word_bounds(text: str, ranges: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]] | None:
+    """Where each comparison word of ``text`` inside ``ranges`` starts and ends, in C: an ASCII word
+    (``[A-Za-z0-9_]+``) once, a word with another character once per ``\\w+`` run of its NFKC,
+    case-folded form (as :func:`shingle_words` reads it, normalized on its own); None without the
+    C module (the caller's Python path)."""
     bounds = _impl.bounds
-    return bounds(text, ranges) if bounds is not None and text.isascii() else None
+    return bounds(text, ranges) if bounds is not None else None
 
 
 def native_table() -> _native.ShingleTable | None:
