@@ -477,7 +477,22 @@ static const uint64_t *hashes_of(PyObject *b, Py_ssize_t *n) {
     return (const uint64_t *)PyBytes_AS_STRING(b);
 }
 
-static int table_put(Table *t, const uint64_t *h, Py_ssize_t n, int owner);
+/* Add each shingle of `h` not in the table yet, owned by `owner`; 0, or -1 with an error set. */
+static int table_put(Table *t, const uint64_t *h, Py_ssize_t n, int owner) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((t->used + 1) * 2 > t->cap && table_resize(t, t->cap * 2) < 0)
+            return -1;
+        uint64_t key;
+        memcpy(&key, h + i, sizeof key);
+        Py_ssize_t j = slot_of(t, key);
+        if (t->owners[j] < 0) { /* the first kept chunk holding it keeps it */
+            t->keys[j] = key;
+            t->owners[j] = owner;
+            t->used++;
+        }
+    }
+    return 0;
+}
 
 static PyObject *table_add(Table *t, PyObject *args) {
     PyObject *b;
@@ -495,21 +510,12 @@ static PyObject *table_add(Table *t, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* Add each shingle of `h` not in the table yet, owned by `owner`; 0, or -1 with an error set. */
-static int table_put(Table *t, const uint64_t *h, Py_ssize_t n, int owner) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if ((t->used + 1) * 2 > t->cap && table_resize(t, t->cap * 2) < 0)
-            return -1;
-        uint64_t key;
-        memcpy(&key, h + i, sizeof key);
-        Py_ssize_t j = slot_of(t, key);
-        if (t->owners[j] < 0) { /* the first kept chunk holding it keeps it */
-            t->keys[j] = key;
-            t->owners[j] = owner;
-            t->used++;
-        }
-    }
-    return 0;
+/* Append the run (a, b) to `runs`; -1 with an error set. */
+static int append_run(PyObject *runs, Py_ssize_t a, Py_ssize_t b) {
+    PyObject *run = Py_BuildValue("(nn)", a, b);
+    int bad = run == NULL || PyList_Append(runs, run) < 0;
+    Py_XDECREF(run);
+    return bad ? -1 : 0;
 }
 
 /* (main, runs) of a chunk whose shingle i is held by kept chunk own[i] (-1: none), some held:
@@ -535,23 +541,13 @@ static PyObject *cover_of(const int32_t *own, Py_ssize_t n, Py_ssize_t k, int32_
             b = i + k;
             continue;
         }
-        if (a >= 0) {
-            PyObject *run = Py_BuildValue("(nn)", a, b);
-            if (run == NULL || PyList_Append(runs, run) < 0) {
-                Py_XDECREF(run);
-                goto done;
-            }
-            Py_DECREF(run);
-        }
+        if (a >= 0 && append_run(runs, a, b) < 0)
+            goto done;
         a = i;
         b = i + k;
     }
-    PyObject *run = Py_BuildValue("(nn)", a, b);
-    if (run == NULL || PyList_Append(runs, run) < 0) {
-        Py_XDECREF(run);
+    if (append_run(runs, a, b) < 0)
         goto done;
-    }
-    Py_DECREF(run);
     int32_t main = -1;
     for (int32_t o = 0; o <= top; o++)
         if (count[o] && (main < 0 || count[o] > count[main] || (count[o] == count[main] && first[o] < first[main])))
@@ -597,7 +593,9 @@ static PyObject *table_visit(Table *t, PyObject *args) {
     int32_t *own = PyMem_Malloc(sizeof(int32_t) * n), top = 0;
     if (own == NULL)
         return PyErr_NoMemory();
-    for (i = 0; i < n; i++) {
+    for (Py_ssize_t j = 0; j < i; j++) /* the search above found none of these kept */
+        own[j] = -1;
+    for (; i < n; i++) {
         uint64_t key;
         memcpy(&key, h + i, sizeof key);
         own[i] = t->owners[slot_of(t, key)];
