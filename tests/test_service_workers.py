@@ -35,6 +35,20 @@ def _served_by(directory: Path) -> dict[str, float]:
     return out
 
 
+def _settled(directory: Path, n: int, wait_s: float = 10.0) -> dict[str, float]:
+    """The per-worker counts once they add up to ``n`` (or after ``wait_s``).
+
+    A worker counts a request when its handler returns, which is just after the response has gone
+    out (the timing covers the send), so the client can read its 200 a moment before the count.
+    """
+    deadline = time.monotonic() + wait_s
+    served = _served_by(directory)
+    while sum(served.values()) < n and time.monotonic() < deadline:
+        time.sleep(0.02)
+        served = _served_by(directory)
+    return served
+
+
 def _load(url: str, n: int) -> None:
     def one(_: int) -> int:
         with httpx.Client(base_url=url, timeout=10) as c:  # a new connection each: spread over workers
@@ -74,7 +88,7 @@ def test_metrics_of_two_workers_are_summed(tmp_path: Path) -> None:
         for _ in range(20):
             _load(url, 40)
             n += 40
-            served = _served_by(shared)
+            served = _settled(shared, n)
             if sum(1 for v in served.values() if v) == 2:
                 break
         assert sum(served.values()) == n and sum(1 for v in served.values() if v) == 2, served
