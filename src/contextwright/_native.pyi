@@ -1,9 +1,11 @@
-"""C word profiles for containment dedup (``_native.c``); see :mod:`contextwright.stages.profiles`.
+"""C word profiles for containment dedup (``_native.c``; see :mod:`contextwright.stages.profiles`), and
+the maker of chunks without ``__init__`` (:mod:`contextwright.model.chunk`).
 
 Shingle hashes are ``bytes``: one native-endian 64-bit value per shingle.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 def ascii_profile(text: str, k: int, /) -> tuple[int, bytes]: ...
 def unicode_profile(text: str, k: int, /) -> tuple[int, bytes]: ...
@@ -18,3 +20,10 @@ class ShingleTable:
         self, hashes: bytes, k: int, owner: int, /
     ) -> tuple[int, tuple[tuple[int, int], ...]] | None: ...
     def add(self, hashes: bytes, owner: int, /) -> None: ...
+
+class SlotMaker:
+    """``SlotMaker(cls, names, defaults)``: ``maker(*values)`` is a new ``cls`` with ``names[i]`` set
+    to ``values[i]`` and the other named slots to their defaults, without running ``__init__``."""
+
+    def __init__(self, cls: type, names: tuple[str, ...], defaults: tuple[object, ...], /) -> None: ...
+    def __call__(self, *values: object) -> Any: ...
