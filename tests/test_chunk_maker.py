@@ -8,7 +8,9 @@ whose slots it would not fill completely.
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 import shutil
 import sys
 from dataclasses import dataclass, fields
@@ -91,6 +93,8 @@ def test_a_made_chunk_has_every_field_the_constructor_gives(values: dict[str, ob
         got = make(*prefix)
         assert type(got) is Chunk
         assert _all_fields(got) == _all_fields(expected), make
+        assert _all_fields(pickle.loads(pickle.dumps(got))) == _all_fields(expected)  # the batch's workers
+        assert _all_fields(copy.deepcopy(got)) == _all_fields(expected)
 
 
 @settings(max_examples=200, deadline=None)

@@ -296,3 +296,23 @@ def test_a_superscript_or_non_ascii_digit_index_is_an_input_error_not_a_crash() 
         with pytest.raises(InputError, match="index must be an integer"):
             Chunk.from_dict({"text": "a passage", "index": bad})
     assert Chunk.from_dict({"text": "a passage", "index": " 12 "}).index == 12
+
+
+def test_a_chunk_and_a_context_pickle_and_copy() -> None:
+    """Metadata is a read-only view (``MappingProxyType``, which pickle refuses): a chunk travels by
+    its field values, so a context can go to a worker pool or a pickle-backed cache."""
+    import copy
+    import pickle
+    from types import MappingProxyType
+
+    import contextwright
+
+    items = [{"text": "Paris is in France.", "id": "a", "lang": "en"}, {"text": "Rome is in Italy."}]
+    ctx = contextwright.assemble("Where is Paris?", items, budget=100)
+    back = pickle.loads(pickle.dumps(ctx))
+    assert back.text == ctx.text and back.chunks == ctx.chunks and back.report.tokens == ctx.report.tokens
+    assert type(back.chunks[0].metadata) is MappingProxyType and back.chunks[0].metadata == {"lang": "en"}
+    own = Chunk("t", id="c", metadata={"tags": ["x"]})  # a dict given directly stays a dict
+    deep = copy.deepcopy(own)
+    assert type(deep.metadata) is dict and deep.metadata == own.metadata
+    assert deep.metadata["tags"] is not own.metadata["tags"] and copy.copy(own) == own

@@ -66,6 +66,9 @@ class Chunk:
     A chunk fused from several ranked lists lists them in ``provenance``:
     ``(list name, 1-based rank, that list's score)``, best rank first.
 
+    A chunk, and so an :class:`~contextwright.AssembledContext`, pickles and deep-copies (for a
+    worker pool or a pickle-backed cache); ``metadata`` is a read-only view and comes back as one.
+
     Example:
         >>> Chunk("Paris is the capital of France.", id="a", score=0.9, source="fr.md")
         Chunk(text='Paris is the capital of France.', id='a', score=0.9, ...)
@@ -101,6 +104,16 @@ class Chunk:
     def __post_init__(self) -> None:
         if not self.id:
             object.__setattr__(self, "id", content_id(self.text))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and ``copy``) by field values. The read-only ``metadata`` view, the shared empty
+        default included, is a ``MappingProxyType``, which pickle refuses: it travels as a dict and
+        comes back as a view (so a :class:`~contextwright.Context` pickles, for a worker pool)."""
+        values = list(_chunk_values(self))
+        proxy = type(self.metadata) is MappingProxyType
+        if proxy:
+            values[_CHUNK_INDEX["metadata"]] = dict(self.metadata)
+        return (_unpickle_chunk, (tuple(values), proxy))
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 40 else self.text[:37] + "..."
@@ -233,6 +246,14 @@ def _python_new_chunk(*values: Any) -> Chunk:
     for name, value in zip(_CHUNK_FIELDS, values + _CHUNK_DEFAULTS[len(values) :], strict=True):
         _set(new, name, value)
     return new
+
+
+def _unpickle_chunk(values: tuple[Any, ...], proxy: bool) -> Chunk:
+    """The chunk :meth:`Chunk.__reduce__` gave the values of."""
+    if proxy:
+        at = _CHUNK_INDEX["metadata"]
+        values = (*values[:at], MappingProxyType(values[at]) if values[at] else _EMPTY, *values[at + 1 :])
+    return _new_chunk(*values)
 
 
 def _chunk_defaults() -> tuple[Any, ...]:
