@@ -17,6 +17,7 @@
  *     ends, the words read inside the given (start, end) character ranges (containment's strip);
  *     a word with a non-ASCII character is given once per word of its NFKC, case-folded form.
  *
+ * count_words(text, maxsplit) -> len(text.split(None, maxsplit)), without making the pieces;
  * SlotMaker(cls, names, defaults) -> a callable that makes an instance of a __slots__ class with
  *     each named slot set: maker(v0, v1, ...) sets names[i] to vi, the slots not given to their
  *     defaults. No __init__ runs: what a frozen dataclass's __init__ does with 23 object.__setattr__
@@ -643,6 +644,43 @@ static PyTypeObject TableType = {
 };
 
 
+/* count_words(text, maxsplit) -> len(text.split(None, maxsplit)) without making the pieces: the
+ * whitespace-separated words of a str (str.split's whitespace: Py_UNICODE_ISSPACE), counting stops
+ * at maxsplit + 1; a negative maxsplit counts them all (the budget's lower bound of a chunk's
+ * tokens, Meter.at_least, asks this of most chunks it rules out: issue 33). */
+static PyObject *count_words(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_ssize_t maxsplit;
+    if (!PyArg_ParseTuple(args, "Un:count_words", &text, &maxsplit))
+        return NULL;
+    Py_ssize_t limit = (maxsplit < 0 || maxsplit == PY_SSIZE_T_MAX) ? PY_SSIZE_T_MAX : maxsplit + 1;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), words = 0;
+    int inside = 0;
+/* One loop per storage kind (PyUnicode_READ's switch per character doubled the time). */
+#define COUNT_WORDS(T)                                                                             \
+    for (Py_ssize_t i = 0; i < n && words < limit; i++) {                                          \
+        if (Py_UNICODE_ISSPACE(((const T *)data)[i]))                                              \
+            inside = 0;                                                                            \
+        else if (!inside) {                                                                        \
+            inside = 1;                                                                            \
+            words++;                                                                               \
+        }                                                                                          \
+    }
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        COUNT_WORDS(Py_UCS1)
+        break;
+    case PyUnicode_2BYTE_KIND:
+        COUNT_WORDS(Py_UCS2)
+        break;
+    default:
+        COUNT_WORDS(Py_UCS4)
+    }
+#undef COUNT_WORDS
+    return PyLong_FromSsize_t(words);
+}
+
 /* -- SlotMaker: an instance of a __slots__ class without its __init__ ---------------------------- */
 
 typedef struct {
@@ -790,6 +828,8 @@ static PyMethodDef METHODS[] = {
      "the regex's \\w+ runs, hashed as UTF-8."},
     {"word_hashes", word_hashes, METH_VARARGS,
      "word_hashes(words, k) -> the shingle hashes of a list of bytes words (none for fewer than k)."},
+    {"count_words", count_words, METH_VARARGS,
+     "count_words(text, maxsplit) -> len(text.split(None, maxsplit)), without making the pieces."},
     {"word_bounds", word_bounds, METH_VARARGS,
      "word_bounds(text, ranges) -> (starts, ends) of the comparison words of a str inside the "
      "(start, end) ranges: a word with a non-ASCII character once per word it normalizes to."},

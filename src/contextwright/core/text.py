@@ -10,7 +10,9 @@ judged empty by them before anything is rendered.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable
 
 from contextwright.core.errors import InputError
 
@@ -133,6 +135,23 @@ MARK = (
     )
     + "]"
 )
+
+
+def _python_count_words(text: str, maxsplit: int) -> int:
+    """``len(text.split(None, maxsplit))``: the whitespace-separated words of ``text``, counted up
+    to ``maxsplit + 1`` (all of them for a negative ``maxsplit``)."""
+    return len(text.split(None, maxsplit))
+
+
+#: ``count_words(text, maxsplit)``: ``len(text.split(None, maxsplit))``, in C where the module is
+#: built, without making the pieces (the budget's lower bound of a chunk's tokens asks it of most
+#: chunks a full budget rules out: ``Meter.at_least``).
+count_words: Callable[[str, int], int] = _python_count_words
+# Without the module (no C compiler, CONTEXTWRIGHT_PURE=1) or in an older build: the Python one.
+with contextlib.suppress(ImportError, AttributeError):
+    from contextwright import _native
+
+    count_words = _native.count_words
 
 
 def visible(text: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from contextwright.core.caches import Scoped
 from contextwright.core.cancel import check_cancelled
+from contextwright.core.text import count_words
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import Tally
 from contextwright.render.format import Format, join_pieces
@@ -196,14 +197,13 @@ class Meter:
         if not getattr(self.tokenizer, "known_splits", False):  # the body alone: any format
             return 1 if self.body(chunk) else 0
         text = chunk.text
-        if text.isascii() and not text.isprintable() and self._plain_breaks and not _CONTROLS.search(text):
-            # ASCII whose only controls are tab, line feed and carriage return: the built-in
-            # escapes keep each as whitespace (a carriage return becomes a line feed), so the
-            # text's words are the body's, as for printable ASCII; no need to render it.
-            return len(text.split(None, max(cap, 0)))
-        if not (text.isascii() and text.isprintable()):
-            text = self.body(chunk)
-        words = len(text.split(None, max(cap, 0)))
+        if text.isascii() and (text.isprintable() or (self._plain_breaks and not _CONTROLS.search(text))):
+            # Printable ASCII, or ASCII whose only controls are tab, line feed and carriage
+            # return: the built-in escapes keep each as whitespace (a carriage return becomes a
+            # line feed), so the text's words are the body's; no need to render it.
+            return count_words(text, max(cap, 0))
+        text = self.body(chunk)
+        words = count_words(text, max(cap, 0))
         if words and not text.isprintable():  # a control character: a separator str.split took for space?
             words -= sum(text.count(ch) for ch in _SEPARATORS)
         return max(words, 0)
