@@ -643,7 +643,6 @@ static PyTypeObject TableType = {
     .tp_new = table_new,
 };
 
-
 /* count_words(text, maxsplit) -> len(text.split(None, maxsplit)) without making the pieces: the
  * whitespace-separated words of a str (str.split's whitespace: Py_UNICODE_ISSPACE), counting stops
  * at maxsplit + 1; a negative maxsplit counts them all (the budget's lower bound of a chunk's
