@@ -53,7 +53,10 @@ def sweep_answers(data: str, limit: int, model: str, label: str, cache: str) -> 
     for request, reply in zip(requests, replies, strict=True):
         answer = answer_of(request, reply, tokenizer)
         if not answer.ok:
-            raise SystemExit(f"{model}: no reply in the cache for {request.query_id} (run its sweep first)")
+            raise SystemExit(
+                f"{model}: no reply in {cache} under {label!r} for question {request.query.id!r} "
+                f"with the answer at position {request.budget} (run its sweep first)"
+            )
         out.setdefault(answer.budget, {})[answer.query_id] = float(bool(answer.correct))
     return out
 
