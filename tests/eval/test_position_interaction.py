@@ -38,9 +38,9 @@ def test_a_reply_missing_from_the_cache_is_named(tmp_path: Path) -> None:
     if not data.exists():
         pytest.skip("needs ../shared/data")
     cache = tmp_path / "empty.sqlite"
+    run = [sys.executable, str(BENCH / "bench_position_interaction.py"), str(data), "--cache", str(cache)]
     got = subprocess.run(
-        [sys.executable, str(BENCH / "bench_position_interaction.py"), str(data), "--cache", str(cache)]
-        + ["--limit", "2", "--reader", "m1=label-1", "--reader", "m2=label-2"],
+        [*run, "--limit", "2", "--reader", "m1=label-1", "--reader", "m2=label-2"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -51,8 +51,7 @@ def test_a_reply_missing_from_the_cache_is_named(tmp_path: Path) -> None:
         in got.stderr
     )
     bad = subprocess.run(
-        [sys.executable, str(BENCH / "bench_position_interaction.py"), str(data), "--cache", str(cache)]
-        + ["--reader", "only-one=x"],
+        [*run, "--reader", "only-one=x"],
         capture_output=True,
         text=True,
         timeout=120,
