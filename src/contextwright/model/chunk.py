@@ -108,7 +108,7 @@ class Chunk:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle (and ``copy``) by field values. The read-only ``metadata`` view, the shared empty
         default included, is a ``MappingProxyType``, which pickle refuses: it travels as a dict and
-        comes back as a view (so a :class:`~contextwright.Context` pickles, for a worker pool)."""
+        comes back as a view (so an :class:`~contextwright.AssembledContext` pickles, for a worker pool)."""
         values = list(_chunk_values(self))
         proxy = type(self.metadata) is MappingProxyType
         if proxy:
