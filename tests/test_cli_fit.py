@@ -83,6 +83,17 @@ def test_fit_refuses_a_split_that_is_none_and_names_the_two(dev: Path, tmp_path:
     assert not (tmp_path / "p.toml").exists()
 
 
+def test_fit_refuses_an_unknown_fail_rule_and_two_rules_before_any_work(dev: Path, tmp_path: Path) -> None:
+    out = _unreachable(dev, tmp_path, "--fail-if", "lower", "--out", str(tmp_path / "p.toml"))
+    assert out.returncode == 2
+    assert "--fail-if must be one of under-naive, worse, not-better; got 'lower'" in out.stderr
+    both = _unreachable(
+        dev, tmp_path, "--fail-if", "worse", "--fail-under-naive", "--out", str(tmp_path / "p.toml")
+    )
+    assert both.returncode == 2 and "--fail-if worse names another rule: give one of them" in both.stderr
+    assert not (tmp_path / "p.toml").exists()
+
+
 def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
     llama_server: Any, dev: Path, tmp_path: Path
 ) -> None:
@@ -248,6 +259,19 @@ def test_fit_end_to_end_with_a_real_model(llama_server: Any, dev: Path, tmp_path
     under = [c["budget"] for c in data["fit"]["confirm"] if c["delta"] < 0]
     assert strict.returncode == (3 if under else 0), strict.stderr
     assert strict_out.exists() and ("(--fail-under-naive): exit 3" in strict.stderr) == bool(under)
+    # --fail-if: the same exit on the interval's ends, every file written whatever the rule decides
+    confirm = data["fit"]["confirm"]
+    for rule, failing in (
+        ("under-naive", [c["budget"] for c in confirm if c["delta"] < 0]),
+        ("worse", [c["budget"] for c in confirm if c["delta_high"] < 0]),
+        ("not-better", [c["budget"] for c in confirm if c["delta_low"] <= 0]),
+    ):
+        ruled_out = tmp_path / f"{rule}.toml"
+        ruled = _fit(*offline[:-1], str(ruled_out), "--fail-if", rule)
+        assert ruled.returncode == (3 if failing else 0), (rule, ruled.stderr)
+        assert ruled_out.exists() and (f"(--fail-if {rule}): exit 3" in ruled.stderr) == bool(failing)
+        if failing:
+            assert f"at {', '.join(f'{b:,}' for b in failing)} tokens on the held-out queries" in ruled.stderr
     # under a label the cache does not hold, every request fails: refused, no profile written
     offline[offline.index("llama.cpp:smollm2-test")] = "llama.cpp:other"
     offline[-1] = str(tmp_path / "none.toml")

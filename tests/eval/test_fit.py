@@ -16,7 +16,14 @@ import contextwright
 from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
 from contextwright.eval.data import query_from_dict
-from contextwright.eval.fit import Confirmation, FitResult, fit_profile, guard_set, split_queries
+from contextwright.eval.fit import (
+    FAIL_RULES,
+    Confirmation,
+    FitResult,
+    fit_profile,
+    guard_set,
+    split_queries,
+)
 from contextwright.eval.fit_race import (
     Asker,
     Guard,
@@ -395,6 +402,26 @@ def test_a_profile_under_naive_at_every_budget_says_to_keep_naive(tmp_path: Path
     assert result.under_naive == (500, 1000) and one.under_naive == (1000,)
     level = _fitted(_confirmed(500, 0.25, 0.25, low=-0.05, high=0.05))
     assert level.under_naive == ()  # level with naive is not under it
+
+
+def test_the_fail_rules_read_the_point_estimate_or_one_end_of_the_interval() -> None:
+    """``fit --fail-if``: under-naive on the point estimate, worse on the interval's high end below
+    zero, not-better on its low end at zero or below; at each line, the side the rule names."""
+    result = _fitted(
+        _confirmed(500, 0.30, 0.25, low=0.01, high=0.09),  # a gain the queries show
+        _confirmed(1000, 0.28, 0.25, low=0.0, high=0.06),  # a gain whose interval touches zero
+        _confirmed(1500, 0.24, 0.25, low=-0.06, high=0.04),  # under, not shown
+        _confirmed(2000, 0.20, 0.25, low=-0.09, high=-0.01),  # a loss the queries show
+        _confirmed(3000, 0.25, 0.27, low=-0.05, high=0.0),  # under; the interval reaches zero
+    )
+    assert result.failing("under-naive") == result.under_naive == (1500, 2000, 3000)
+    assert result.failing("worse") == (2000,)
+    assert result.failing("not-better") == (1000, 1500, 2000, 3000)
+    assert set(FAIL_RULES) == {"under-naive", "worse", "not-better"}
+    with pytest.raises(
+        ConfigError, match="fail rule must be one of under-naive, worse, not-better; got 'lower'"
+    ):
+        result.failing("lower")
 
 
 def test_the_caution_thresholds_are_the_issue_targets() -> None:

@@ -144,9 +144,20 @@ def fit_cmd(
             "--fail-under-naive",
             help="Exit 3, after writing every file, when the profile reads under naive on the held-out "
             "queries at any budget (its confirmed delta below zero): a script or CI job then keeps naive "
-            "for this reader. Without it, such a fit exits 0 and says so in its cautions.",
+            "for this reader. Without it, such a fit exits 0 and says so in its cautions. The same as "
+            "--fail-if under-naive.",
         ),
     ] = False,
+    fail_if: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-if",
+            help="Exit 3, after writing every file, when any confirmed budget fails this rule against naive "
+            "on the held-out queries: 'under-naive' (the point estimate below zero), 'worse' (the whole 95 % "
+            "interval below zero: fail only on a loss the queries show) or 'not-better' (the interval reaches "
+            "zero or below: ship only a gain the queries show).",
+        ),
+    ] = None,
 ) -> None:
     """Fit the context to a reader: race settings of how much to send, the order, dedup, framing and prompt on part of your labelled queries, confirm the winner against naive on the rest, and write it as a profile.
 
@@ -161,6 +172,7 @@ def fit_cmd(
 
     for path, flag in ((out, "--out"), (json_out, "--json"), (html_out, "--html")):
         _writable(path, flag)
+    rule = _fail_rule(fail_if, fail_under_naive)  # refused now, not after an hour of replies
     try:
         budgets = [int(b) for b in _csv(budget)]
     except ValueError:
@@ -211,18 +223,39 @@ def fit_cmd(
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
         fail(str(exc))
-    _publish(result, out=out, json_out=json_out, html_out=html_out, fail_under_naive=fail_under_naive)
+    _publish(result, out=out, json_out=json_out, html_out=html_out, fail_if=rule)
 
 
-def _exit_if_under_naive(result: Any, out: str) -> None:
-    """``--fail-under-naive``: exit 3 when the profile reads under naive at any confirmed budget."""
-    if not result.under_naive:
+def _fail_rule(fail_if: str | None, fail_under_naive: bool) -> str | None:
+    """The ``--fail-if`` rule (``--fail-under-naive`` is ``under-naive``), or None; refuses an unknown
+    rule, and the two flags naming different rules."""
+    from contextwright.eval.fit import FAIL_RULES
+
+    if fail_if is not None and fail_if not in FAIL_RULES:
+        fail(f"--fail-if must be one of {', '.join(FAIL_RULES)}; got {fail_if!r}. Use e.g. --fail-if worse.")
+    if fail_under_naive and fail_if not in (None, "under-naive"):
+        fail(
+            f"--fail-under-naive is --fail-if under-naive, and --fail-if {fail_if} names another rule: "
+            "give one of them."
+        )
+    return "under-naive" if fail_under_naive else fail_if
+
+
+def _exit_if_failing(result: Any, out: str, rule: str) -> None:
+    """``--fail-if RULE``: exit 3 when any confirmed budget fails ``rule`` (``FitResult.failing``)."""
+    from contextwright.eval.fit import FAIL_RULES
+
+    budgets = result.failing(rule)
+    if not budgets:
         return
-    at = ", ".join(f"{b:,}" for b in result.under_naive)
-    where = "that budget" if len(result.under_naive) == 1 else "those budgets"
+    at = ", ".join(f"{b:,}" for b in budgets)
+    where = "that budget" if len(budgets) == 1 else "those budgets"
+    flag = "--fail-under-naive" if rule == "under-naive" else f"--fail-if {rule}"
+    what, test = FAIL_RULES[rule]
     err.print(
-        f"fit: the profile reads under naive at {at} tokens on the held-out queries (--fail-under-naive): "
-        f"exit 3. Keep naive for this reader at {where}; the profile written to {out} is the record of the search.",
+        f"fit: the profile {what} at {at} tokens on the held-out queries ({flag}): exit 3 ({test}). "
+        f"Keep naive for this reader at {where}, or search again on more labelled queries; the profile "
+        f"written to {out} is the record of the search.",
         highlight=False,
     )
     raise typer.Exit(3)
@@ -258,10 +291,10 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
 
 
 def _publish(
-    result: Any, *, out: str, json_out: str | None, html_out: str | None, fail_under_naive: bool = False
+    result: Any, *, out: str, json_out: str | None, html_out: str | None, fail_if: str | None = None
 ) -> None:
     """The trials table and the verdict on stdout; the profile, JSON and HTML files; then, with
-    ``--fail-under-naive``, exit 3 when the profile reads under naive at a confirmed budget."""
+    ``--fail-if`` (or ``--fail-under-naive``), exit 3 when a confirmed budget fails its rule."""
     import json
     from pathlib import Path
 
@@ -303,5 +336,5 @@ def _publish(
     if html_out:
         write_fit_html(result, html_out)
         err.print(f"wrote {html_out}", highlight=False)
-    if fail_under_naive:
-        _exit_if_under_naive(result, out)
+    if fail_if is not None:
+        _exit_if_failing(result, out, fail_if)

@@ -78,6 +78,14 @@ __all__ = ["Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "sp
 #: The fewest queries per part: under this a 95 % interval on a binary score is wider than ±14 points.
 MIN_PER_PART = 50
 
+#: The rules on which ``fit --fail-if`` exits 3, each a test of one budget's confirmation against
+#: naive (profile minus naive, on the held-out queries), and what it means in words.
+FAIL_RULES: Mapping[str, tuple[str, str]] = {
+    "under-naive": ("reads under naive", "its point estimate below zero"),
+    "worse": ("reads worse than naive", "the whole 95 % interval below zero"),
+    "not-better": ("is not confirmed better than naive", "the 95 % interval reaching zero or below"),
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Confirmation:
@@ -130,7 +138,24 @@ class FitResult:
         """The budgets at which the profile read under naive on the held-out queries (its delta, the
         point estimate, below zero): where naive is the better choice for this reader. ``fit
         --fail-under-naive`` exits 3 when there is any."""
-        return tuple(c.budget for c in self.confirmations if c.delta < 0)
+        return self.failing("under-naive")
+
+    def failing(self, rule: str) -> tuple[int, ...]:
+        """The budgets whose confirmation fails ``rule``, one of :data:`FAIL_RULES`: ``under-naive``
+        (the point estimate below zero, as :attr:`under_naive`), ``worse`` (the whole 95 % interval
+        below zero: a loss the held-out queries show) or ``not-better`` (the interval's low end at
+        zero or below: no gain they show). ``fit --fail-if RULE`` exits 3 when there is any."""
+        tests = {
+            "under-naive": lambda c: c.delta < 0,
+            "worse": lambda c: c.delta_high < 0,
+            "not-better": lambda c: c.delta_low <= 0,
+        }
+        test = tests.get(rule)
+        if test is None:
+            raise ConfigError(
+                f"fail rule must be one of {', '.join(FAIL_RULES)}; got {rule!r}.", loc=("fail_if",)
+            )
+        return tuple(c.budget for c in self.confirmations if test(c))
 
     def profile(self) -> dict[str, Any]:
         """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
