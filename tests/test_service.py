@@ -395,6 +395,11 @@ def test_resolve_with_a_citation_list(client: TestClient) -> None:
         "/v1/citations/resolve", json={"answer": "see [SOURCE 2]", "citations": citations}
     ).json()
     assert body["numbers"] == [2] and body["cited"][0]["source"] == "b.md" and body["ok"] is True
+    assert body["bare"] is True  # "see [SOURCE 2]" points at a source and answers nothing
+    answered = client.post(
+        "/v1/citations/resolve", json={"answer": "Paris [SOURCE 2]", "citations": citations}
+    ).json()
+    assert answered["bare"] is False and answered["numbers"] == [2]
 
 
 def test_resolve_needs_exactly_one_of_citations_or_context(client: TestClient) -> None:

@@ -393,7 +393,7 @@ def test_offline_reader_answers_from_the_cache_under_a_stable_endpoint_label(
     ],
 )
 def test_bare_citations_are_told_from_answers(reply: str, bare: bool) -> None:
-    from contextwright.eval.reader_results import bare_citation
+    from contextwright.render.cite import bare_citation
 
     assert bare_citation(reply) is bare
 

@@ -48,6 +48,22 @@ def test_resolve_maps_numbers_to_sources_and_flags_missing() -> None:
     assert [c.source for c in result.uncited] == ["c.md"]
 
 
+def test_resolve_flags_an_answer_that_is_only_a_citation() -> None:
+    """``bare``: the model pointed at a block instead of answering (what ``eval --reader`` counts
+    as ``bare%``); a year in brackets is an answer, not a citation, so not bare."""
+    cites = build_citations(
+        [Chunk("a", id="a", source="a.md"), Chunk("b", id="b", source="b.md")], get_format("numbered")
+    )
+    for answer in ("[1]", " [1, 2]. ", "The answer is [2].", "See [1-2]", "Source: [1]"):
+        result = resolve_citations(answer, cites)
+        assert result.bare and result.numbers, answer
+    for answer in ("Paris [1]", "Paris", "[1914]", "in 1912 [2]", "", "I don't know."):
+        assert not resolve_citations(answer, cites).bare, answer
+    # a citation the context lacks is still no answer: bare, and missing
+    missing = resolve_citations("[7]", cites)
+    assert missing.bare and missing.missing == (7,) and not missing.ok
+
+
 def test_citation_carries_snippet_span_and_merged_sources() -> None:
     chunk = Chunk(
         "word " * 100,

@@ -17,12 +17,9 @@ from contextwright.eval.reader_client import (
     Reader,
     logger,
 )
-from contextwright.eval.reader_results import (
-    ReaderAnswer,
-    bare_citation,
-    score_reply,
-)
+from contextwright.eval.reader_results import ReaderAnswer, score_reply
 from contextwright.eval.strategies import Strategy
+from contextwright.render.cite import bare_citation
 from contextwright.render.messages import Message, build_messages, config_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -44,7 +43,7 @@ class ReaderAnswer:
         error: Why there is no reply.
         numbered: The context numbered its blocks, so a citation could be scored.
         bare: The reply is a citation and nothing else (``[1]``, ``[SOURCE 2].``): no answer
-            was given, whatever the cited block holds (see :func:`bare_citation`).
+            was given, whatever the cited block holds (see :func:`~contextwright.render.cite.bare_citation`).
     """
 
     query_id: str
@@ -73,27 +72,6 @@ class ReaderAnswer:
 #: The share of bare-citation replies at which a strategy or a fitted profile misses issue 32's
 #: target (under 3 % in every preset): ``eval --reader`` warns, and ``fit`` cautions.
 BARE_LIMIT = 0.03
-
-_CITATION = re.compile(r"\[\s*(?:source\s*)?\d+(?:\s*[-–,;]\s*(?:source\s*)?\d+)*\s*\]", re.IGNORECASE)
-_FILLER = re.compile(r"[\s\W_]*", re.UNICODE)
-
-
-def bare_citation(answer: str) -> bool:
-    """Whether ``answer`` is a citation and nothing else: ``[1]``, ``[1, 3].``, ``Source: [SOURCE 2]``.
-
-    A reply that names no answer but points at a block scores as wrong (the
-    answer string is not in it), so it hides in the accuracy; it is counted on
-    its own to tell a prompt that draws citations *instead of* answers.
-
-    Example:
-        >>> bare_citation("[1]"), bare_citation("[2, 3]."), bare_citation("Paris [1]")
-        (True, True, False)
-    """
-    if not _CITATION.search(answer):
-        return False
-    rest = _CITATION.sub(" ", answer)
-    rest = re.sub(r"\b(?:the|sources?|see|according to|answer|is|in)\b", " ", rest, flags=re.IGNORECASE)
-    return _FILLER.fullmatch(rest) is not None
 
 
 def score_reply(
@@ -150,7 +128,7 @@ class ReaderSummary:
             (``None`` for a strategy whose context has no numbers).
         cite_precision: Cited numbers whose block holds a gold answer / cited numbers.
         bare_share: Replies that are a citation and nothing else / answered (see
-            :func:`bare_citation`): a prompt that draws citations instead of answers.
+            :func:`~contextwright.render.cite.bare_citation`): a prompt that draws citations instead of answers.
         tokens_mean: Mean tokens sent (messages' contents, evaluation tokenizer).
         prompt_tokens_mean: Mean prompt tokens the endpoint counted (``None`` when unreported).
         latency_p50_ms: Median reader latency.

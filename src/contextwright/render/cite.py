@@ -15,7 +15,7 @@ from contextwright.model.spans import Span, compose
 from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import Format
 
-__all__ = ["CitationResolution", "build_citations", "resolve_citations"]
+__all__ = ["CitationResolution", "bare_citation", "build_citations", "resolve_citations"]
 
 SNIPPET_CHARS = 200
 
@@ -126,17 +126,42 @@ class CitationResolution:
         numbers: Every number mentioned, in first-mention order.
         missing: Numbers that match no block of the context (hallucinated).
         uncited: Citations of the context that the answer never mentions.
+        bare: The answer is a citation and nothing else (``[1]``, ``See [2, 3].``): the model
+            pointed at a source instead of answering (see :func:`bare_citation`). A small model
+            does this under some prompts; re-ask it, or try the prompt ``light``.
     """
 
     cited: tuple[Citation, ...]
     numbers: tuple[int, ...]
     missing: tuple[int, ...]
     uncited: tuple[Citation, ...]
+    bare: bool = False
 
     @property
     def ok(self) -> bool:
         """True when every cited number exists."""
         return not self.missing
+
+
+_BARE = re.compile(r"\[\s*(?:source\s*)?\d+(?:\s*[-–,;]\s*(?:source\s*)?\d+)*\s*\]", re.IGNORECASE)
+_BARE_WORDS = re.compile(r"\b(?:the|sources?|see|according to|answer|is|in)\b", re.IGNORECASE)
+_FILLER = re.compile(r"[\s\W_]*", re.UNICODE)
+
+
+def bare_citation(answer: str) -> bool:
+    """Whether ``answer`` is a citation and nothing else: ``[1]``, ``[1, 3].``, ``Source: [SOURCE 2]``.
+
+    A reply that names no answer but points at a block answers nothing; ``eval --reader``
+    counts such replies (``bare%``) and :func:`resolve_citations` flags one (``bare``).
+
+    Example:
+        >>> bare_citation("[1]"), bare_citation("[2, 3]."), bare_citation("Paris [1]")
+        (True, True, False)
+    """
+    if not _BARE.search(answer):
+        return False
+    rest = _BARE_WORDS.sub(" ", _BARE.sub(" ", answer))
+    return _FILLER.fullmatch(rest) is not None
 
 
 _NOT_A_BLOCK = 10**12  # above any block count; what a number of more digits stands for
@@ -235,4 +260,6 @@ def resolve_citations(answer: str, ctx: AssembledContext | Sequence[Citation]) -
     missing = tuple(k for k in numbers if k not in by_number)
     mentioned = set(numbers)
     uncited = tuple(c for c in citations if c.index not in mentioned)
-    return CitationResolution(cited, tuple(numbers), missing, uncited)
+    # Bare only when a number counts as a citation here: "[1914]" answers "when?" (a year).
+    bare = bool(numbers) and bare_citation(answer)
+    return CitationResolution(cited, tuple(numbers), missing, uncited, bare)

@@ -248,6 +248,7 @@ def resolve(req: Any) -> bytes:
         "missing": list(res.missing),
         "uncited": [c.to_dict() for c in res.uncited],
         "ok": res.ok,
+        "bare": res.bare,
     }
     return dumps(body)
 

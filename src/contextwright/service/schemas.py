@@ -221,6 +221,10 @@ class ResolveResponse(BaseModel):
     missing: list[int] = Field(description="Numbers that match no citation (hallucinated).")
     uncited: list[CitationOut] = Field(description="Citations the answer never mentions.")
     ok: bool
+    bare: bool = Field(
+        description="The answer is a citation and nothing else ('[1]'): the model pointed at a source "
+        "instead of answering; re-ask it, or use the prompt 'light'."
+    )
 
 
 class Problem(BaseModel):
