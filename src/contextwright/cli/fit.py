@@ -17,6 +17,14 @@ def _writable(path: str | None, flag: str) -> None:
         fail(f"cannot write {flag} {path}: the folder {Path(path).parent} does not exist. Create it first.")
 
 
+def _budgets(budget: str) -> list[int]:
+    """``--budget``'s comma-separated budgets, or a refusal naming the value."""
+    try:
+        return [int(b) for b in _csv(budget)]
+    except ValueError:
+        fail(f"--budget must be comma-separated integers, e.g. 500,1000; got {budget!r}.")
+
+
 def _check_guard(points: float | None, guard_data: str | None) -> None:
     """Fail before any work when --max-retention-loss is no share of points, or --guard-data has no guard."""
     if points is not None and not 0.0 <= points < 100.0:
@@ -173,10 +181,7 @@ def fit_cmd(
     for path, flag in ((out, "--out"), (json_out, "--json"), (html_out, "--html")):
         _writable(path, flag)
     rule = _fail_rule(fail_if, fail_under_naive)  # refused now, not after an hour of replies
-    try:
-        budgets = [int(b) for b in _csv(budget)]
-    except ValueError:
-        fail(f"--budget must be comma-separated integers, e.g. 500,1000; got {budget!r}.")
+    budgets = _budgets(budget)
     _check_guard(max_retention_loss, guard_data)
     try:
         if prior is not None:  # inline in the profile, so it does not depend on where it is read

@@ -73,7 +73,7 @@ from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
 from contextwright.stages.dedup import normalize_text
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
-__all__ = ["Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "split_queries"]
+__all__ = ["FAIL_RULES", "Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "split_queries"]
 
 #: The fewest queries per part: under this a 95 % interval on a binary score is wider than ±14 points.
 MIN_PER_PART = 50
