@@ -305,3 +305,72 @@ def test_eval_reader_options_fail_clearly(extra: list[str], message: str, tmp_pa
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert message in result.output.replace("\n", " ")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["-s", "naive", "--fail-if", "lower"],
+            "--fail-if must be one of under-naive, worse, not-better; got 'lower'",
+        ),
+        (["-s", "naive,qa", "--fail-if", "worse"], "--fail-if compares what a reader answers: pass --reader"),
+        (
+            ["-s", "qa", "--fail-if", "worse", "--reader", "http://127.0.0.1:9/v1", "--reader-model", "m"],
+            "add naive to --strategy (e.g. --strategy naive,qa)",
+        ),
+    ],
+)
+def test_eval_fail_if_is_refused_before_any_work(extra: list[str], message: str, tmp_path: Path) -> None:
+    args = [
+        "eval",
+        _data(),
+        "--limit",
+        "2",
+        "-b",
+        "300",
+        "--reader-cache",
+        str(tmp_path / "c.sqlite"),
+        *extra,
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert not (tmp_path / "c.sqlite").exists()  # no reader was opened
+
+
+def test_eval_fail_if_exits_3_where_a_strategy_fails_the_rule_against_naive(
+    llama_server: Any, tmp_path: Path
+) -> None:
+    """A real model (SmolLM2 on llama.cpp) reads naive and ``frugal`` on 8 dev questions; under each
+    rule the exit code follows the reader's deltas in the JSON written (closed-book, always far under
+    naive, and the oracle are not judged), whatever this machine's replies give."""
+    args = [
+        "eval",
+        _data(),
+        "--limit",
+        "8",
+        "-s",
+        "naive,frugal",
+        "-b",
+        "250",
+        "--reader",
+        llama_server.base_url,
+    ]
+    args += ["--reader-model", llama_server.model, "--reader-max-tokens", "12", "--reader-concurrency", "1"]
+    args += ["--reader-cache", str(tmp_path / "c.sqlite")]
+    for rule, test in (
+        ("under-naive", lambda s: s["delta"] < 0),
+        ("worse", lambda s: s["delta_high"] < 0),
+        ("not-better", lambda s: s["delta_low"] <= 0),
+    ):
+        out = tmp_path / f"{rule}.json"
+        result = runner.invoke(app, [*args, "--json", str(out), "--fail-if", rule])
+        summaries = json.loads(out.read_text())["reader"]["summaries"]  # written before the exit code
+        judged = [s for s in summaries if s["strategy"] == "frugal"]
+        failing = [s for s in judged if test(s)]
+        assert len(judged) == 1 and result.exit_code == (3 if failing else 0), (rule, result.output)
+        said = " ".join(result.stderr.split())
+        assert (f"(--fail-if {rule}:" in said) == bool(failing)
+        if failing:
+            assert "frugal at 250" in said and "closed-book" not in said

@@ -244,6 +244,17 @@ def eval_cmd(
             help="Print every metric and reader column (default: the headline ones, 80 columns).",
         ),
     ] = False,
+    fail_if: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-if",
+            help="With --reader: exit 3, after printing and writing everything, when any strategy's "
+            "accuracy against naive's (the baselines greedy, closed-book and oracle aside) fails this "
+            "rule at any budget: 'under-naive' (the paired delta below zero), 'worse' (its whole 95 % "
+            "interval below zero) or 'not-better' (the interval reaches zero or below). A CI gate on "
+            "what the reader reads.",
+        ),
+    ] = None,
 ) -> None:
     """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
 
@@ -262,6 +273,7 @@ def eval_cmd(
         fail(f"--engine must be local or ray; got {engine!r}.")
     check_outputs(("--json", json_out), ("--html", html_out), ("--prior-out", prior_out))
     names: list[str] = _csv(strategy) if strategy else default_strategies()
+    _check_gate(fail_if, reader, names)
     handler = warnings_once()
     try:
         queries = load_queries(data, limit=limit)
@@ -298,6 +310,56 @@ def eval_cmd(
         fail(str(exc))
     finally:
         logging.getLogger("contextwright").removeHandler(handler)
+    if fail_if is not None:
+        _exit_if_failing(result.reader, fail_if)
+
+
+#: What ``eval --fail-if`` does not judge: the baselines and the bounds a reader's figures are read against.
+_BASELINES = frozenset({"naive", "greedy", "closed-book", "oracle"})
+
+
+def _check_gate(fail_if: str | None, reader: str | None, names: list[str]) -> None:
+    """``--fail-if`` refused before any work: an unknown rule, no reader, or no naive to compare with."""
+    from contextwright.eval.gate import FAIL_RULES
+
+    if fail_if is None:
+        return
+    if fail_if not in FAIL_RULES:
+        fail(f"--fail-if must be one of {', '.join(FAIL_RULES)}; got {fail_if!r}. Use e.g. --fail-if worse.")
+    if reader is None:
+        fail("--fail-if compares what a reader answers: pass --reader URL --reader-model NAME.")
+    if "naive" not in names:
+        fail(
+            "--fail-if compares each strategy with naive at the same budget: add naive to --strategy "
+            f"(e.g. --strategy naive,{','.join(names) or 'qa'})."
+        )
+
+
+def _exit_if_failing(measured: Any, rule: str) -> None:
+    """``eval --fail-if RULE``: exit 3 when a strategy's reader delta against naive fails ``rule``."""
+    from contextwright.eval.gate import FAIL_RULES, fails
+
+    failing = [
+        s
+        for s in measured.summaries
+        if s.delta is not None
+        and s.delta_low is not None
+        and s.delta_high is not None
+        and s.strategy not in _BASELINES
+        and fails(rule, s.delta, s.delta_low, s.delta_high)
+    ]
+    if not failing:
+        return
+    what, test = FAIL_RULES[rule]
+    at = "; ".join(
+        f"{s.strategy} at {s.budget:,} ({100 * s.delta:+.1f}, {100 * s.delta_low:+.1f}…{100 * s.delta_high:+.1f})"
+        for s in failing
+    )
+    err.print(
+        f"eval: {len(failing)} strategy-budget pair(s) {what} (--fail-if {rule}: {test}): {at}. Exit 3.",
+        highlight=False,
+    )
+    raise typer.Exit(3)
 
 
 def _report_reader(measured: Any, prior_out: str | None) -> None:

@@ -66,6 +66,7 @@ from contextwright.eval.fit_race import (
     race_knob,
 )
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
+from contextwright.eval.gate import FAIL_RULES, check_rule, fails
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
@@ -77,14 +78,6 @@ __all__ = ["FAIL_RULES", "Confirmation", "FitResult", "Trial", "fit_profile", "g
 
 #: The fewest queries per part: under this a 95 % interval on a binary score is wider than ±14 points.
 MIN_PER_PART = 50
-
-#: The rules on which ``fit --fail-if`` exits 3, each a test of one budget's confirmation against
-#: naive (profile minus naive, on the held-out queries), and what it means in words.
-FAIL_RULES: Mapping[str, tuple[str, str]] = {
-    "under-naive": ("reads under naive", "its point estimate below zero"),
-    "worse": ("reads worse than naive", "the whole 95 % interval below zero"),
-    "not-better": ("is not confirmed better than naive", "the 95 % interval reaching zero or below"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,17 +138,8 @@ class FitResult:
         (the point estimate below zero, as :attr:`under_naive`), ``worse`` (the whole 95 % interval
         below zero: a loss the held-out queries show) or ``not-better`` (the interval's low end at
         zero or below: no gain they show). ``fit --fail-if RULE`` exits 3 when there is any."""
-        tests = {
-            "under-naive": lambda c: c.delta < 0,
-            "worse": lambda c: c.delta_high < 0,
-            "not-better": lambda c: c.delta_low <= 0,
-        }
-        test = tests.get(rule)
-        if test is None:
-            raise ConfigError(
-                f"fail rule must be one of {', '.join(FAIL_RULES)}; got {rule!r}.", loc=("fail_if",)
-            )
-        return tuple(c.budget for c in self.confirmations if test(c))
+        check_rule(rule)
+        return tuple(c.budget for c in self.confirmations if fails(rule, c.delta, c.delta_low, c.delta_high))
 
     def profile(self) -> dict[str, Any]:
         """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
