@@ -374,3 +374,34 @@ def test_eval_fail_if_exits_3_where_a_strategy_fails_the_rule_against_naive(
         assert (f"(--fail-if {rule}:" in said) == bool(failing)
         if failing:
             assert "frugal at 250" in said and "closed-book" not in said
+
+
+def test_eval_fail_if_fails_a_strategy_with_no_reply_to_compare(tmp_path: Path) -> None:
+    """Every request failed (offline, under a label the cache does not hold): no delta shows the
+    strategy passes, so the gate fails it by name instead of passing an empty comparison."""
+    args = [
+        "eval",
+        _data(),
+        "--limit",
+        "2",
+        "-s",
+        "naive,qa",
+        "-b",
+        "300",
+        "--reader",
+        "http://127.0.0.1:9/v1",
+    ]
+    args += [
+        "--reader-model",
+        "m",
+        "--reader-key-env",
+        "",
+        "--reader-offline",
+        "--reader-cache-label",
+        "none",
+    ]
+    args += ["--reader-cache", str(tmp_path / "c.sqlite"), "--fail-if", "worse"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 3, result.output
+    said = " ".join(result.stderr.split())
+    assert "qa at 300 (no reply to compare with naive's)" in said and "(--fail-if worse:" in said

@@ -339,24 +339,19 @@ def _exit_if_failing(measured: Any, rule: str) -> None:
     """``eval --fail-if RULE``: exit 3 when a strategy's reader delta against naive fails ``rule``."""
     from contextwright.eval.gate import FAIL_RULES, fails
 
-    failing = [
-        s
-        for s in measured.summaries
-        if s.delta is not None
-        and s.delta_low is not None
-        and s.delta_high is not None
-        and s.strategy not in _BASELINES
-        and fails(rule, s.delta, s.delta_low, s.delta_high)
-    ]
-    if not failing:
+    judged = [s for s in measured.summaries if s.strategy not in _BASELINES]
+    # No paired replies (every request failed, on one side or the other): nothing shows it passes.
+    unmeasured = [s for s in judged if s.delta is None or s.delta_low is None or s.delta_high is None]
+    failing = [s for s in judged if s not in unmeasured and fails(rule, s.delta, s.delta_low, s.delta_high)]
+    if not failing and not unmeasured:
         return
     what, test = FAIL_RULES[rule]
-    at = "; ".join(
+    said = [
         f"{s.strategy} at {s.budget:,} ({100 * s.delta:+.1f}, {100 * s.delta_low:+.1f}…{100 * s.delta_high:+.1f})"
         for s in failing
-    )
+    ] + [f"{s.strategy} at {s.budget:,} (no reply to compare with naive's)" for s in unmeasured]
     err.print(
-        f"eval: {len(failing)} strategy-budget pair(s) {what} (--fail-if {rule}: {test}): {at}. Exit 3.",
+        f"eval: {len(said)} strategy-budget pair(s) {what} (--fail-if {rule}: {test}): {'; '.join(said)}. Exit 3.",
         highlight=False,
     )
     raise typer.Exit(3)
