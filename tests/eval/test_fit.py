@@ -17,7 +17,6 @@ from contextwright.core.errors import ConfigError
 from contextwright.eval import load_queries
 from contextwright.eval.data import query_from_dict
 from contextwright.eval.fit import (
-    FAIL_RULES,
     Confirmation,
     FitResult,
     fit_profile,
@@ -44,6 +43,7 @@ from contextwright.eval.fit_space import (
     parse_space,
     with_store,
 )
+from contextwright.eval.gate import FAIL_RULES
 from contextwright.eval.metrics import answer_in_text
 from contextwright.eval.reader import Reader
 from contextwright.eval.strategies import NaiveStrategy

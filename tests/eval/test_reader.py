@@ -382,6 +382,7 @@ def test_offline_reader_answers_from_the_cache_under_a_stable_endpoint_label(
     [
         ("[1]", True),
         ("[2, 3].", True),
+        ("[1 and 2]", True),  # as resolve_citations reads it: two citations
         ("[SOURCE 2]", True),
         ("Source: [1]", True),
         ("The answer is [1].", True),

@@ -318,14 +318,19 @@ def eval_cmd(
 _BASELINES = frozenset({"naive", "greedy", "closed-book", "oracle"})
 
 
-def _check_gate(fail_if: str | None, reader: str | None, names: list[str]) -> None:
-    """``--fail-if`` refused before any work: an unknown rule, no reader, or no naive to compare with."""
+def check_fail_rule(fail_if: str | None) -> None:
+    """Refuse an unknown ``--fail-if`` rule before any work (``eval`` and ``fit``)."""
     from contextwright.eval.gate import FAIL_RULES
 
+    if fail_if is not None and fail_if not in FAIL_RULES:
+        fail(f"--fail-if must be one of {', '.join(FAIL_RULES)}; got {fail_if!r}. Use e.g. --fail-if worse.")
+
+
+def _check_gate(fail_if: str | None, reader: str | None, names: list[str]) -> None:
+    """``--fail-if`` refused before any work: an unknown rule, no reader, or no naive to compare with."""
+    check_fail_rule(fail_if)
     if fail_if is None:
         return
-    if fail_if not in FAIL_RULES:
-        fail(f"--fail-if must be one of {', '.join(FAIL_RULES)}; got {fail_if!r}. Use e.g. --fail-if worse.")
     if reader is None:
         fail("--fail-if compares what a reader answers: pass --reader URL --reader-model NAME.")
     if "naive" not in names:

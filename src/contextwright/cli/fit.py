@@ -234,10 +234,9 @@ def fit_cmd(
 def _fail_rule(fail_if: str | None, fail_under_naive: bool) -> str | None:
     """The ``--fail-if`` rule (``--fail-under-naive`` is ``under-naive``), or None; refuses an unknown
     rule, and the two flags naming different rules."""
-    from contextwright.eval.fit import FAIL_RULES
+    from contextwright.cli.eval import check_fail_rule
 
-    if fail_if is not None and fail_if not in FAIL_RULES:
-        fail(f"--fail-if must be one of {', '.join(FAIL_RULES)}; got {fail_if!r}. Use e.g. --fail-if worse.")
+    check_fail_rule(fail_if)
     if fail_under_naive and fail_if not in (None, "under-naive"):
         fail(
             f"--fail-under-naive is --fail-if under-naive, and --fail-if {fail_if} names another rule: "
@@ -248,7 +247,7 @@ def _fail_rule(fail_if: str | None, fail_under_naive: bool) -> str | None:
 
 def _exit_if_failing(result: Any, out: str, rule: str) -> None:
     """``--fail-if RULE``: exit 3 when any confirmed budget fails ``rule`` (``FitResult.failing``)."""
-    from contextwright.eval.fit import FAIL_RULES
+    from contextwright.eval.gate import FAIL_RULES
 
     budgets = result.failing(rule)
     if not budgets:

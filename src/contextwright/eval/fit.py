@@ -66,7 +66,7 @@ from contextwright.eval.fit_race import (
     race_knob,
 )
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
-from contextwright.eval.gate import FAIL_RULES, check_rule, fails
+from contextwright.eval.gate import check_rule, fails
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
@@ -74,7 +74,7 @@ from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
 from contextwright.stages.dedup import normalize_text
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
-__all__ = ["FAIL_RULES", "Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "split_queries"]
+__all__ = ["Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "split_queries"]
 
 #: The fewest queries per part: under this a 95 % interval on a binary score is wider than ±14 points.
 MIN_PER_PART = 50
@@ -134,10 +134,11 @@ class FitResult:
         return self.failing("under-naive")
 
     def failing(self, rule: str) -> tuple[int, ...]:
-        """The budgets whose confirmation fails ``rule``, one of :data:`FAIL_RULES`: ``under-naive``
-        (the point estimate below zero, as :attr:`under_naive`), ``worse`` (the whole 95 % interval
-        below zero: a loss the held-out queries show) or ``not-better`` (the interval's low end at
-        zero or below: no gain they show). ``fit --fail-if RULE`` exits 3 when there is any."""
+        """The budgets whose confirmation fails ``rule``, one of
+        :data:`~contextwright.eval.gate.FAIL_RULES`: ``under-naive`` (the point estimate below zero,
+        as :attr:`under_naive`), ``worse`` (the whole 95 % interval below zero: a loss the held-out
+        queries show) or ``not-better`` (the interval's low end at zero or below: no gain they
+        show). ``fit --fail-if RULE`` exits 3 when there is any."""
         check_rule(rule)
         return tuple(c.budget for c in self.confirmations if fails(rule, c.delta, c.delta_low, c.delta_high))
 

@@ -143,7 +143,6 @@ class CitationResolution:
         return not self.missing
 
 
-_BARE = re.compile(r"\[\s*(?:source\s*)?\d+(?:\s*[-–,;]\s*(?:source\s*)?\d+)*\s*\]", re.IGNORECASE)
 _BARE_WORDS = re.compile(r"\b(?:the|sources?|see|according to|answer|is|in)\b", re.IGNORECASE)
 _FILLER = re.compile(r"[\s\W_]*", re.UNICODE)
 
@@ -158,9 +157,9 @@ def bare_citation(answer: str) -> bool:
         >>> bare_citation("[1]"), bare_citation("[2, 3]."), bare_citation("Paris [1]")
         (True, True, False)
     """
-    if not _BARE.search(answer):
+    if not _BRACKET.search(answer):  # the brackets parse_citation_numbers reads as citations
         return False
-    rest = _BARE_WORDS.sub(" ", _BARE.sub(" ", answer))
+    rest = _BARE_WORDS.sub(" ", _BRACKET.sub(" ", answer))
     return _FILLER.fullmatch(rest) is not None
 
 
