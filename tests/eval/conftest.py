@@ -1,10 +1,11 @@
-"""A stage that requires a resource no evaluation has, registered only while a test needs it."""
+"""A stage that requires a resource no evaluation has, registered only while a test needs it; the
+scripted chat server of ``test_reader``, started for a test and stopped after it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
@@ -32,3 +33,23 @@ def needy_stage() -> Iterator[str]:
         yield NEEDY
     finally:
         base._STAGES.pop(NEEDY, None)
+
+
+if TYPE_CHECKING:
+    from .test_reader import ChatServer, Script
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Script], ChatServer]]:
+    """Start scripted chat servers (``test_reader.ChatServer``) for a test; all stopped after it."""
+    from .test_reader import ChatServer
+
+    servers: list[ChatServer] = []
+
+    def start(script: Script) -> ChatServer:
+        servers.append(ChatServer(script))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()

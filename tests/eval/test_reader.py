@@ -13,7 +13,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -80,19 +80,6 @@ def reply(content: str) -> tuple[int, Any]:
         "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 42, "completion_tokens": 3},
     }
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Script], ChatServer]]:
-    servers: list[ChatServer] = []
-
-    def start(script: Script) -> ChatServer:
-        servers.append(ChatServer(script))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
 
 
 def _queries() -> list[Any]:

@@ -37,6 +37,7 @@ def _run_reader(
     prior_out: str | None,
     cache_label: str | None = None,
     offline: bool = False,
+    reask_bare: str | None = None,
 ) -> Any:
     """The reader part of ``eval``: ask the model, attach the answers to the result, write the prior."""
     import dataclasses
@@ -66,6 +67,7 @@ def _run_reader(
                 resources=resources,
                 positions=positions,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
+                reask_bare=reask_bare,
             )
         except KeyboardInterrupt:
             interrupted(rd)
@@ -255,6 +257,16 @@ def eval_cmd(
             "what the reader reads.",
         ),
     ] = None,
+    reask_bare: Annotated[
+        str | None,
+        typer.Option(
+            "--reask-bare",
+            help="With --reader: ask a question once more under this prompt (a name such as light, or "
+            "the text of a prompt) when the first reply is a bare citation of its labelled context "
+            "('[1]' and no answer), as an application would; the second reply is scored, and the "
+            "reask% column counts them.",
+        ),
+    ] = None,
 ) -> None:
     """Measure the context assembly gap: answer retention, position, redundancy, budget use, latency.
 
@@ -274,6 +286,7 @@ def eval_cmd(
     check_outputs(("--json", json_out), ("--html", html_out), ("--prior-out", prior_out))
     names: list[str] = _csv(strategy) if strategy else default_strategies()
     _check_gate(fail_if, reader, names)
+    _check_reask(reask_bare, reader)
     handler = warnings_once()
     try:
         queries = load_queries(data, limit=limit)
@@ -302,6 +315,7 @@ def eval_cmd(
                 prior_out=prior_out,
                 cache_label=reader_cache_label,
                 offline=reader_offline,
+                reask_bare=reask_bare,
             )
         elif positions is not None or prior_out is not None:
             fail("--positions and --prior-out need a reader model: pass --reader URL --reader-model NAME.")
@@ -337,6 +351,24 @@ def _check_gate(fail_if: str | None, reader: str | None, names: list[str]) -> No
         fail(
             "--fail-if compares each strategy with naive at the same budget: add naive to --strategy "
             f"(e.g. --strategy naive,{','.join(names) or 'qa'})."
+        )
+
+
+def _check_reask(reask_bare: str | None, reader: str | None) -> None:
+    """``--reask-bare`` refused before any work: without a reader, or not a prompt."""
+    if reask_bare is None:
+        return
+    from contextwright.core.errors import ContextwrightError, did_you_mean
+    from contextwright.render.messages import PROMPT_NAMES, check_prompt
+
+    if reader is None:
+        fail("--reask-bare asks the reader again: pass --reader URL --reader-model NAME.")
+    try:
+        check_prompt(reask_bare)
+    except ContextwrightError:
+        fail(
+            f"--reask-bare must be a prompt name ({', '.join(PROMPT_NAMES)}) or the text of a prompt; "
+            f"got {reask_bare!r}.{did_you_mean(reask_bare, PROMPT_NAMES)} Use e.g. --reask-bare light."
         )
 
 

@@ -608,7 +608,8 @@ def cautions(result: FitResult) -> tuple[str, ...]:
         out.append(
             f"The reader replied to the profile's held-out queries with a bare citation (a [n] and no answer): "
             f"{at} (naive: {100 * max(c.naive_bare_share for c in bare):.1f} %). Framing with [n] labels draws "
-            "them from some models: fit again with --knob framing=minimal, or --knob prompt=light."
+            "them from some models: fit again with --knob framing=minimal, or --knob prompt=light; or keep the "
+            "profile and ask again when resolve_citations(answer, ctx).bare (measure it: eval --reask-bare light)."
         )
     fell = [c for c in cs if c.delta > 0 and c.naive_retention - c.retention >= RETENTION_CAUTION]
     if fell:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from contextwright.clients.chat import ChatReply
@@ -19,7 +19,7 @@ from contextwright.eval.reader_client import (
 )
 from contextwright.eval.reader_results import ReaderAnswer, score_reply
 from contextwright.eval.strategies import Strategy
-from contextwright.render.cite import bare_citation
+from contextwright.render.cite import bare_citation, parse_citation_numbers
 from contextwright.render.messages import Message, build_messages, config_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer
 
@@ -33,6 +33,8 @@ class Request:
     blocks: tuple[str, ...]
     numbered: bool
     error: str | None = None
+    #: The context's format (``"plain"`` for a baseline's text): what a re-ask fits its prompt to.
+    format: Any = None
 
 
 def plain_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -88,9 +90,52 @@ def strategy_request(
         messages = plain_messages(ctx.messages(query.question, system=system))
         # Citations are scored only where the context shows `[n]` labels (not `minimal`'s bare blocks).
         numbered = bool(ctx.citations) and ctx.format is not None and ctx.format.citation_style() == "[{n}]"
-        return Request(query, strategy.name, budget, messages, out.blocks, numbered)
+        return Request(query, strategy.name, budget, messages, out.blocks, numbered, format=ctx.format)
     messages = plain_messages(build_messages(out.text, query.question, system=system))
-    return Request(query, strategy.name, budget, messages, out.blocks, False)
+    return Request(query, strategy.name, budget, messages, out.blocks, False, format="plain")
+
+
+def reask_request(req: Request, prompt: str) -> Request:
+    """``req`` asked again with the system prompt ``prompt`` (a prompt name, fitted to the
+    context's format, or a literal): the same context and question, the new prompt first."""
+    system = {"role": "system", "content": system_of(prompt, req.format)}
+    rest = req.messages[1:] if req.messages and req.messages[0]["role"] == "system" else req.messages
+    return replace(req, messages=[system, *rest])
+
+
+def should_reask(req: Request, answer: ReaderAnswer) -> bool:
+    """Whether an application would re-ask: the reply is a bare citation of a context with
+    citation labels (``[1]``, ``[SOURCE 1]``), by the rule of
+    :func:`~contextwright.render.cite.resolve_citations`'s ``bare`` (what :func:`contextwright.ask` does)."""
+    if (
+        not (answer.ok and answer.bare)
+        or req.format in (None, "plain")
+        or req.format.citation_style() is None
+    ):
+        return False
+    return bool(parse_citation_numbers(answer.answer, blocks=len(req.blocks)))
+
+
+def reasked(first: ReaderAnswer, again: ReaderAnswer) -> ReaderAnswer:
+    """The answer of a re-asked request: the second reply, scored, with the tokens and time of
+    both requests; the first reply when the second failed (what the application would show)."""
+    if not again.ok:
+        return replace(first, reasked=True, first_answer=first.answer)
+    latency = None
+    if first.latency_ms is not None and again.latency_ms is not None:
+        latency = first.latency_ms + again.latency_ms
+    prompt = None
+    if first.prompt_tokens is not None and again.prompt_tokens is not None:
+        prompt = first.prompt_tokens + again.prompt_tokens
+    return replace(
+        again,
+        tokens_sent=first.tokens_sent + again.tokens_sent,
+        prompt_tokens=prompt,
+        latency_ms=latency,
+        cached=first.cached and again.cached,
+        reasked=True,
+        first_answer=first.answer,
+    )
 
 
 def oracle_request(query: EvalQuery, *, system: str) -> Request | None:

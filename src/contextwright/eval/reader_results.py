@@ -44,6 +44,10 @@ class ReaderAnswer:
         numbered: The context numbered its blocks, so a citation could be scored.
         bare: The reply is a citation and nothing else (``[1]``, ``[SOURCE 2].``): no answer
             was given, whatever the cited block holds (see :func:`~contextwright.render.cite.bare_citation`).
+        reasked: The first reply was a bare citation of one of the context's blocks and the question was
+            asked again under the re-ask prompt (``eval --reask-bare``); the fields above are the
+            second reply's, and ``tokens_sent``, ``prompt_tokens`` and ``latency_ms`` those of both requests.
+        first_answer: The first reply of a re-asked request.
     """
 
     query_id: str
@@ -64,6 +68,8 @@ class ReaderAnswer:
     error: str | None = None
     numbered: bool = False
     bare: bool = False
+    reasked: bool = False
+    first_answer: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +139,8 @@ class ReaderSummary:
         prompt_tokens_mean: Mean prompt tokens the endpoint counted (``None`` when unreported).
         latency_p50_ms: Median reader latency.
         latency_p95_ms: 95th percentile (nearest rank).
+        reask_share: Replies re-asked because the first was a bare citation of a labelled context
+            / answered (``None`` when the run did not re-ask: ``eval --reask-bare``).
     """
 
     strategy: str
@@ -156,6 +164,7 @@ class ReaderSummary:
     prompt_tokens_mean: float | None
     latency_p50_ms: float | None
     latency_p95_ms: float | None
+    reask_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -263,8 +272,12 @@ def _share(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
-def summarize_reader(answers: Sequence[ReaderAnswer], *, baseline: str = "naive") -> list[ReaderSummary]:
+def summarize_reader(
+    answers: Sequence[ReaderAnswer], *, baseline: str = "naive", reask: bool = False
+) -> list[ReaderSummary]:
     """Aggregate per (strategy, budget) in first-seen order, with paired comparisons against ``baseline``.
+
+    ``reask``: the run re-asked bare citations, so each row says how many it re-asked.
 
     Closed-book and oracle (budget 0) are compared with the baseline at each
     budget it ran; their row carries the comparison with the smallest budget.
@@ -319,6 +332,7 @@ def summarize_reader(answers: Sequence[ReaderAnswer], *, baseline: str = "naive"
                 prompt_tokens_mean=_share(sum(prompt), len(prompt)),
                 latency_p50_ms=median(latencies),
                 latency_p95_ms=percentile(latencies, 95),
+                reask_share=_share(sum(a.reasked for a in ok), len(ok)) if reask else None,
             )
         )
     return out

@@ -19,15 +19,20 @@ from contextwright.eval.reader_requests import (
     answer_of,
     closed_request,
     oracle_request,
+    reask_request,
+    reasked,
+    should_reask,
     strategy_request,
     system_of,
 )
 from contextwright.eval.reader_results import (
+    ReaderAnswer,
     ReaderResult,
     summarize_reader,
 )
 from contextwright.eval.strategies import Strategy, build_strategy
 from contextwright.eval.sweep import sweep_requests, sweep_result
+from contextwright.render.messages import check_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
 
@@ -43,6 +48,7 @@ def evaluate_reader(
     oracle: bool = True,
     positions: int | None = None,
     progress: Progress | None = None,
+    reask_bare: str | None = None,
 ) -> ReaderResult:
     """Ask the reader each question from each strategy's context at each budget, and score the replies.
 
@@ -56,7 +62,11 @@ def evaluate_reader(
         closed_book: Also ask every question without context.
         oracle: Also ask every answerable question from its first answer-bearing chunk alone.
         positions: Also run the position sweep with this many chunks (see :func:`position_sweep`).
-        progress: Called with ``(replies done, total)`` as replies arrive.
+        progress: Called with ``(replies done, total)`` as replies arrive (again from 0 for the re-asks).
+        reask_bare: A prompt (name or text) under which a question is asked once more when the
+            first reply is a bare citation of its labelled context (``[1]``, no answer), as an
+            application would on :attr:`~contextwright.render.cite.CitationResolution.bare`; the
+            second reply is the one scored (:attr:`ReaderAnswer.reasked`). None: never re-ask.
 
     Raises:
         LLMError: when the endpoint is unreachable or rejects the key (checked before the first query).
@@ -64,6 +74,8 @@ def evaluate_reader(
     """
     if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
         raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
+    if reask_bare is not None:
+        reask_bare = check_prompt(reask_bare)
     built = [build_strategy(s) for s in strategies]
     res = dict(resources or {})
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
@@ -85,7 +97,10 @@ def evaluate_reader(
     replies = reader.ask_many([r.messages for r in asked], progress=progress)
     by_id = {id(r): g for r, g in zip(asked, replies, strict=True)}
     answers = tuple(answer_of(r, by_id.get(id(r)), tok) for r in requests)
-    summaries = summarize_reader(answers)
+    reasks = 0
+    if reask_bare is not None:
+        answers, reasks = _reask(requests, answers, reask_bare, reader, tok, progress)
+    summaries = summarize_reader(answers, reask=reask_bare is not None)
     sweep = None
     if positions:
         sweep_answers = [answer_of(r, by_id.get(id(r)), tok) for r in swept]
@@ -101,22 +116,53 @@ def evaluate_reader(
         summaries=tuple(summaries),
         sweep=sweep,
         meta={
-            "endpoint": reader.cache_endpoint if reader.offline else reader.endpoint,
-            "offline": reader.offline,
-            "model": reader.model,
-            "max_tokens": reader.max_tokens,
-            "temperature": reader.temperature,
-            "system": system,
-            "closed_book_system": CLOSED_BOOK_PROMPT,
-            "cache": reader.cache_path,
+            **_reader_meta(reader, system),
             "requests": len(asked),
             "cached": sum(1 for g in replies if not isinstance(g, LLMError) and g[1]),
             "failed": len(failures),
             "queries": len(queries),
             "tokenizer": tok.name,
             "skipped": skipped,
+            "reask_bare": reask_bare,
+            "reasked": reasks,
         },
     )
+
+
+def _reader_meta(reader: Reader, system: str) -> dict[str, Any]:
+    """What a run's ``meta`` says of the reader: endpoint (its cache label when offline), model,
+    generation settings, prompts and cache."""
+    return {
+        "endpoint": reader.cache_endpoint if reader.offline else reader.endpoint,
+        "offline": reader.offline,
+        "model": reader.model,
+        "max_tokens": reader.max_tokens,
+        "temperature": reader.temperature,
+        "system": system,
+        "closed_book_system": CLOSED_BOOK_PROMPT,
+        "cache": reader.cache_path,
+    }
+
+
+def _reask(
+    requests: Sequence[Request],
+    answers: tuple[ReaderAnswer, ...],
+    prompt: str,
+    reader: Reader,
+    tok: CachedTokenizer,
+    progress: Progress | None,
+) -> tuple[tuple[ReaderAnswer, ...], int]:
+    """``answers`` with each bare citation of a labelled context asked again under ``prompt``,
+    and how many were (one more request each, through the same cache)."""
+    again = [k for k, a in enumerate(answers) if should_reask(requests[k], a)]
+    if not again:
+        return answers, 0
+    second = [reask_request(requests[k], prompt) for k in again]
+    replies = reader.ask_many([r.messages for r in second], progress=progress)
+    out = list(answers)
+    for k, req, got in zip(again, second, replies, strict=True):
+        out[k] = reasked(answers[k], answer_of(req, got, tok))
+    return tuple(out), len(again)
 
 
 def _requests(

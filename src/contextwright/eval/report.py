@@ -99,6 +99,8 @@ READER_DEFINITIONS: dict[str, str] = {
     "(a number with no block counts as imprecise)",
     "bare%": "replies that are a citation and nothing else ('[1]', '[2, 3].'), / answered: "
     "no answer given, so the prompt drew a citation instead of an answer",
+    "reask%": "replies asked again because the first was a bare citation of its labelled context "
+    "(eval --reask-bare; bare% and acc% are then of the second replies), / answered; – without re-asking",
     "tokens": "mean tokens sent (the messages' contents, counted with the evaluation's tokenizer)",
     "p50 ms": "median reader latency per request (a cached reply keeps its original latency)",
 }
@@ -206,6 +208,7 @@ def _reader_rows(reader: ReaderResult) -> list[tuple[str, str, list[str]]]:
                     _fmt(s.cite_share, "pct"),
                     _fmt(s.cite_precision, "pct"),
                     _fmt(s.bare_share, "pct"),
+                    _fmt(s.reask_share, "pct"),
                     _fmt(s.tokens_mean, "int"),
                     _fmt(s.latency_p50_ms, "ms"),
                 ],
