@@ -33,7 +33,7 @@ from contextwright.core.errors import (
 from contextwright.core.version import __version__
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import Change, Drop, Report, StageReport, StageResult
-from contextwright.render.cite import CitationResolution, resolve_citations
+from contextwright.render.cite import Answer, CitationResolution, ask, resolve_citations
 from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import get_format
 from contextwright.render.messages import PROMPTS
@@ -45,6 +45,7 @@ from contextwright.tokens.zones import ModelSpec, ZoneBudget, get_model, list_mo
 _install_aliases()
 
 __all__ = [
+    "Answer",
     "AssembledContext",
     "Assembler",
     "BudgetError",
@@ -70,6 +71,7 @@ __all__ = [
     "ZoneBudget",
     "__version__",
     "aassemble",
+    "ask",
     "assemble",
     "clear_caches",
     "get_format",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextwright.core.caches import text_cache
 from contextwright.model.chunk import Chunk
@@ -15,7 +15,10 @@ from contextwright.model.spans import Span, compose
 from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import Format
 
-__all__ = ["CitationResolution", "bare_citation", "build_citations", "resolve_citations"]
+if TYPE_CHECKING:
+    from contextwright.render.messages import Message
+
+__all__ = ["Answer", "CitationResolution", "ask", "bare_citation", "build_citations", "resolve_citations"]
 
 SNIPPET_CHARS = 200
 
@@ -143,6 +146,25 @@ class CitationResolution:
         return not self.missing
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A model's answer over a context (:meth:`AssembledContext.ask`).
+
+    Attributes:
+        text: The reply shown: the second one when the first was a bare citation and the question
+            was asked again.
+        citations: What ``text`` cites (:func:`resolve_citations`); ``citations.bare`` still true
+            means the second reply was a bare citation too.
+        reasked: The first reply was a bare citation of the context, so the question was asked again.
+        first: The first reply, when it was asked again ("" otherwise).
+    """
+
+    text: str
+    citations: CitationResolution
+    reasked: bool = False
+    first: str = ""
+
+
 _BARE_WORDS = re.compile(r"\b(?:the|sources?|see|according to|answer|is|in)\b", re.IGNORECASE)
 _FILLER = re.compile(r"[\s\W_]*", re.UNICODE)
 
@@ -262,3 +284,62 @@ def resolve_citations(answer: str, ctx: AssembledContext | Sequence[Citation]) -
     # Bare only when a number counts as a citation here: "[1914]" answers "when?" (a year).
     bare = bool(numbers) and bare_citation(answer)
     return CitationResolution(cited, tuple(numbers), missing, uncited, bare)
+
+
+def ask(
+    ctx: AssembledContext,
+    llm: Callable[[list[Message]], str],
+    query: str | None = None,
+    *,
+    system: str | None = "default",
+    reask_bare: str | None = "light",
+    **options: Any,
+) -> Answer:
+    """Ask ``llm`` the question over ``ctx``, and once more when it answers with a bare citation.
+
+    A small instruct model sometimes replies ``[1]`` and nothing else: it points at a source
+    instead of answering. When the reply is such a citation of this context
+    (:attr:`CitationResolution.bare`), the same question and context are sent again under the
+    prompt ``reask_bare`` (``light``: the answer first, then its sources), and that reply is the
+    answer. Measured in docs/fit.md ("Answers, then citations"): on Qwen2.5-Coder-0.5B it ends the
+    bare replies; SmolLM2-135M gives none, so it never fires there.
+
+    Args:
+        ctx: The assembled context.
+        llm: Your model: called with the chat messages (OpenAI format), returns the reply's text,
+            e.g. ``lambda m: client.chat.completions.create(model=M, messages=m).choices[0].message.content``.
+        query: The question; defaults to the query assembled for.
+        system: The prompt of the first request (as :meth:`AssembledContext.messages`).
+        reask_bare: The prompt of the second request (a name or a text); ``None``: never ask
+            again. Not sent when it is the first request's prompt (the same request).
+        **options: Passed to :meth:`AssembledContext.messages` for both requests (``history``,
+            ``context_in``, ...).
+
+    Raises:
+        InputError: when ``llm`` returns something other than a string.
+
+    Example:
+        >>> got = ask(ctx, my_llm)
+        >>> got.text, [c.source for c in got.citations.cited], got.reasked
+    """
+    from contextwright.render.messages import config_prompt
+
+    first = _reply_text(llm(ctx.messages(query, system=system, **options)))
+    cited = resolve_citations(first, ctx)
+    same = config_prompt(reask_bare, ctx.prompt) == config_prompt(system, ctx.prompt)
+    if not cited.bare or reask_bare is None or same:
+        return Answer(first, cited)
+    again = _reply_text(llm(ctx.messages(query, system=reask_bare, **options)))
+    return Answer(again, resolve_citations(again, ctx), reasked=True, first=first)
+
+
+def _reply_text(reply: Any) -> str:
+    """The reply of the ``llm`` given to :func:`ask`, which must be its text."""
+    if not isinstance(reply, str):
+        from contextwright.core.errors import InputError
+
+        raise InputError(
+            f"llm must return the reply's text (a str); got {type(reply).__name__}. With the OpenAI "
+            "client, return response.choices[0].message.content."
+        )
+    return reply
