@@ -40,10 +40,12 @@ def model(llama_server: Any) -> Iterator[Any]:
     class Model:
         def __init__(self) -> None:
             self.calls: list[list[dict[str, str]]] = []
+            self.replies: list[str] = []
 
         def __call__(self, messages: list[Any]) -> str:
             self.calls.append([dict(m) for m in messages])
-            return client.chat(messages, max_tokens=16).content
+            self.replies.append(client.chat(messages, max_tokens=16).content)
+            return self.replies[-1]
 
     yield Model()
     client.close()
@@ -68,7 +70,7 @@ def test_a_bare_citation_is_asked_again_under_light(ctx: Any, model: Any) -> Non
         return str(model(messages))
 
     got = ask(ctx, llm)
-    assert got.reasked and got.first == "[1]"
+    assert got.reasked and got.first == "[1]" and got.text == model.replies[0]
     (second,) = model.calls
     assert second[0] == {"role": "system", "content": system_prompt("light", format=ctx.format)}
     assert second[1:] == first[0][1:]  # the same context and question
@@ -103,3 +105,25 @@ def test_a_year_in_brackets_is_an_answer_not_a_bare_citation(ctx: Any) -> None:
 def test_an_llm_that_does_not_return_text_is_refused_with_the_fix(ctx: Any) -> None:
     with pytest.raises(InputError, match=r"got dict.*choices\[0\]\.message\.content"):
         ask(ctx, lambda m: {"choices": []})  # type: ignore[arg-type,return-value]
+
+
+def test_aask_awaits_an_async_model_and_asks_again_after_a_bare_citation(ctx: Any, model: Any) -> None:
+    """The async ``llm`` of an async app: the real model in a thread, behind a first reply of ``[1]``."""
+    import asyncio
+
+    from contextwright import aask
+
+    sent: list[str] = []
+
+    async def llm(messages: list[Any]) -> str:
+        sent.append(messages[0]["content"])
+        if len(sent) == 1:
+            return "[1]"
+        return str(await asyncio.to_thread(model, messages))
+
+    got = asyncio.run(aask(ctx, llm))
+    assert got.reasked and got.first == "[1]" and got.text == model.replies[0]
+    assert sent == [system_prompt("default", format=ctx.format), system_prompt("light", format=ctx.format)]
+    assert got.citations == resolve_citations(got.text, ctx)
+    plain = asyncio.run(aask(ctx, llm, reask_bare=None))  # the real model's reply, taken as it is
+    assert not plain.reasked and len(sent) == 3

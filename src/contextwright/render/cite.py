@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,15 @@ from contextwright.render.format import Format
 if TYPE_CHECKING:
     from contextwright.render.messages import Message
 
-__all__ = ["Answer", "CitationResolution", "ask", "bare_citation", "build_citations", "resolve_citations"]
+__all__ = [
+    "Answer",
+    "CitationResolution",
+    "aask",
+    "ask",
+    "bare_citation",
+    "build_citations",
+    "resolve_citations",
+]
 
 SNIPPET_CHARS = 200
 
@@ -322,15 +330,49 @@ def ask(
         >>> got = ask(ctx, my_llm)
         >>> got.text, [c.source for c in got.citations.cited], got.reasked
     """
+    first = _reply_text(llm(ctx.messages(query, system=system, **options)))
+    answer = _first_answer(ctx, first, system, reask_bare)
+    if answer is not None:  # not a bare citation, or not to be asked again
+        return answer
+    again = _reply_text(llm(ctx.messages(query, system=reask_bare, **options)))
+    return Answer(again, resolve_citations(again, ctx), reasked=True, first=first)
+
+
+async def aask(
+    ctx: AssembledContext,
+    llm: Callable[[list[Message]], Awaitable[str]],
+    query: str | None = None,
+    *,
+    system: str | None = "default",
+    reask_bare: str | None = "light",
+    **options: Any,
+) -> Answer:
+    """:func:`ask` with an async ``llm`` (e.g. ``AsyncOpenAI``): awaited once, and once more after a
+    bare citation.
+
+    Example:
+        >>> got = await aask(ctx, my_async_llm)
+    """
+    first = _reply_text(await llm(ctx.messages(query, system=system, **options)))
+    answer = _first_answer(ctx, first, system, reask_bare)
+    if answer is not None:  # not a bare citation, or not to be asked again
+        return answer
+    again = _reply_text(await llm(ctx.messages(query, system=reask_bare, **options)))
+    return Answer(again, resolve_citations(again, ctx), reasked=True, first=first)
+
+
+def _first_answer(
+    ctx: AssembledContext, first: str, system: str | None, reask_bare: str | None
+) -> Answer | None:
+    """The first reply as the answer, or None when it is a bare citation to ask again under
+    ``reask_bare`` (not when that is the first request's prompt: the same request)."""
     from contextwright.render.messages import config_prompt
 
-    first = _reply_text(llm(ctx.messages(query, system=system, **options)))
     cited = resolve_citations(first, ctx)
     same = config_prompt(reask_bare, ctx.prompt) == config_prompt(system, ctx.prompt)
     if not cited.bare or reask_bare is None or same:
         return Answer(first, cited)
-    again = _reply_text(llm(ctx.messages(query, system=reask_bare, **options)))
-    return Answer(again, resolve_citations(again, ctx), reasked=True, first=first)
+    return None
 
 
 def _reply_text(reply: Any) -> str:
