@@ -127,3 +127,13 @@ def test_aask_awaits_an_async_model_and_asks_again_after_a_bare_citation(ctx: An
     assert got.citations == resolve_citations(got.text, ctx)
     plain = asyncio.run(aask(ctx, llm, reask_bare=None))  # the real model's reply, taken as it is
     assert not plain.reasked and len(sent) == 3
+
+
+def test_a_context_without_labels_is_not_asked_again() -> None:
+    """``minimal`` shows no numbers and its prompt asks for none: a "[1]" there is not re-asked (as
+    ``eval --reask-bare`` leaves a plain context's reply alone)."""
+    bare_ctx = Assembler({"preset": "qa", "format": "minimal"}, budget=300).assemble(QUESTION, CHUNKS)
+    assert bare_ctx.format.citation_style() is None and resolve_citations("[1]", bare_ctx).bare
+    calls: list[Any] = []
+    got = ask(bare_ctx, lambda m: calls.append(m) or "[1]")
+    assert not got.reasked and len(calls) == 1 and got.text == "[1]" and got.citations.bare

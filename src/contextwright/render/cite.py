@@ -310,7 +310,8 @@ def ask(
     (:attr:`CitationResolution.bare`), the same question and context are sent again under the
     prompt ``reask_bare`` (``light``: the answer first, then its sources), and that reply is the
     answer. Measured in docs/fit.md ("Answers, then citations"): on Qwen2.5-Coder-0.5B it ends the
-    bare replies; SmolLM2-135M gives none, so it never fires there.
+    bare replies; SmolLM2-135M gives none, so it never fires there. A context without citation
+    labels (``minimal``) is not asked again, as ``eval --reask-bare`` does not.
 
     Args:
         ctx: The assembled context.
@@ -365,12 +366,14 @@ def _first_answer(
     ctx: AssembledContext, first: str, system: str | None, reask_bare: str | None
 ) -> Answer | None:
     """The first reply as the answer, or None when it is a bare citation to ask again under
-    ``reask_bare`` (not when that is the first request's prompt: the same request)."""
+    ``reask_bare``: not when that is the first request's prompt (the same request), nor for a
+    context without citation labels (``minimal``), whose prompt asks for no numbers."""
     from contextwright.render.messages import config_prompt
 
     cited = resolve_citations(first, ctx)
     same = config_prompt(reask_bare, ctx.prompt) == config_prompt(system, ctx.prompt)
-    if not cited.bare or reask_bare is None or same:
+    labelled = ctx.format is None or ctx.format.citation_style() is not None
+    if not cited.bare or reask_bare is None or same or not labelled:
         return Answer(first, cited)
     return None
 
