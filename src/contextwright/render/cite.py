@@ -310,7 +310,7 @@ def ask(
     (:attr:`CitationResolution.bare`), the same question and context are sent again under the
     prompt ``reask_bare`` (``light``: the answer first, then its sources), and that reply is the
     answer. Measured in docs/fit.md ("Answers, then citations"): on Qwen2.5-Coder-0.5B it ends the
-    bare replies; SmolLM2-135M gives none, so it never fires there. A context without citation
+    bare replies; SmolLM2-135M gives almost none (2 of 640 replies), so it almost never fires there. A context without citation
     labels (``minimal``) is not asked again, as ``eval --reask-bare`` does not.
 
     Args:
