@@ -19,7 +19,7 @@ from contextwright.eval.reader_client import (
 )
 from contextwright.eval.reader_results import ReaderAnswer, score_reply
 from contextwright.eval.strategies import Strategy
-from contextwright.render.cite import bare_citation, parse_citation_numbers
+from contextwright.render.cite import bare_citation, reask_wanted
 from contextwright.render.messages import Message, build_messages, config_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer
 
@@ -105,15 +105,11 @@ def reask_request(req: Request, prompt: str) -> Request:
 
 def should_reask(req: Request, answer: ReaderAnswer) -> bool:
     """Whether an application would re-ask: the reply is a bare citation of a context with
-    citation labels (``[1]``, ``[SOURCE 1]``), by the rule of
-    :func:`~contextwright.render.cite.resolve_citations`'s ``bare`` (what :func:`contextwright.ask` does)."""
-    if (
-        not (answer.ok and answer.bare)
-        or req.format in (None, "plain")
-        or req.format.citation_style() is None
-    ):
+    citation labels (``[1]``, ``[SOURCE 1]``), by :func:`~contextwright.render.cite.reask_wanted`,
+    the rule :func:`contextwright.ask` follows."""
+    if not (answer.ok and answer.bare) or req.format in (None, "plain"):  # no context, or plain text
         return False
-    return bool(parse_citation_numbers(answer.answer, blocks=len(req.blocks)))
+    return reask_wanted(answer.answer, req.format, len(req.blocks))
 
 
 def reasked(first: ReaderAnswer, again: ReaderAnswer) -> ReaderAnswer:

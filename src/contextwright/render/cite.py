@@ -25,6 +25,7 @@ __all__ = [
     "ask",
     "bare_citation",
     "build_citations",
+    "reask_wanted",
     "resolve_citations",
 ]
 
@@ -156,7 +157,7 @@ class CitationResolution:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A model's answer over a context (:meth:`AssembledContext.ask`).
+    """A model's answer over a context (:func:`ask`, :func:`aask`).
 
     Attributes:
         text: The reply shown: the second one when the first was a bare citation and the question
@@ -309,9 +310,10 @@ def ask(
     instead of answering. When the reply is such a citation of this context
     (:attr:`CitationResolution.bare`), the same question and context are sent again under the
     prompt ``reask_bare`` (``light``: the answer first, then its sources), and that reply is the
-    answer. Measured in docs/fit.md ("Answers, then citations"): on Qwen2.5-Coder-0.5B it ends the
-    bare replies; SmolLM2-135M gives almost none (2 of 640 replies), so it almost never fires there. A context without citation
-    labels (``minimal``) is not asked again, as ``eval --reask-bare`` does not.
+    answer. Measured in docs/fit.md ("Asking again after a bare citation"): on Qwen2.5-Coder-0.5B
+    it ends the bare replies; SmolLM2-135M gives almost none (2 of 640 replies), so it almost never
+    fires there. A context without citation labels (``minimal``) is not asked again
+    (:func:`reask_wanted`, the rule ``eval --reask-bare`` uses too).
 
     Args:
         ctx: The assembled context.
@@ -372,10 +374,19 @@ def _first_answer(
 
     cited = resolve_citations(first, ctx)
     same = config_prompt(reask_bare, ctx.prompt) == config_prompt(system, ctx.prompt)
-    labelled = ctx.format is None or ctx.format.citation_style() is not None
-    if not cited.bare or reask_bare is None or same or not labelled:
+    if reask_bare is None or same or not reask_wanted(first, ctx.format, len(ctx.citations)):
         return Answer(first, cited)
     return None
+
+
+def reask_wanted(answer: str, format: Format | None, blocks: int) -> bool:
+    """Whether ``answer`` is a bare citation worth asking again: a context in ``format`` (``None``:
+    ``[n]``) with ``blocks`` blocks shows citation labels, and the answer is one of them and
+    nothing else (:attr:`CitationResolution.bare`'s rule). :func:`ask` and ``eval --reask-bare``
+    both decide by it."""
+    if format is not None and format.citation_style() is None:
+        return False  # minimal: no labels shown, and its prompt asks for no numbers
+    return bool(parse_citation_numbers(answer, blocks=blocks)) and bare_citation(answer)
 
 
 def _reply_text(reply: Any) -> str:
