@@ -286,7 +286,7 @@ def eval_cmd(
     check_outputs(("--json", json_out), ("--html", html_out), ("--prior-out", prior_out))
     names: list[str] = _csv(strategy) if strategy else default_strategies()
     _check_gate(fail_if, reader, names)
-    _check_reask(reask_bare, reader)
+    check_reask(reask_bare, reader)
     handler = warnings_once()
     try:
         queries = load_queries(data, limit=limit)
@@ -354,8 +354,8 @@ def _check_gate(fail_if: str | None, reader: str | None, names: list[str]) -> No
         )
 
 
-def _check_reask(reask_bare: str | None, reader: str | None) -> None:
-    """``--reask-bare`` refused before any work: without a reader, or not a prompt."""
+def check_reask(reask_bare: str | None, reader: str | None) -> None:
+    """``--reask-bare`` (``eval``, ``fit``) refused before any work: without a reader, or not a prompt."""
     if reask_bare is None:
         return
     from contextwright.core.errors import ContextwrightError, did_you_mean

@@ -156,6 +156,16 @@ def fit_cmd(
             "--fail-if under-naive.",
         ),
     ] = False,
+    reask_bare: Annotated[
+        str | None,
+        typer.Option(
+            "--reask-bare",
+            help="Ask a question once more under this prompt (a name such as light, or the text of a "
+            "prompt) when the first reply is a bare citation of its labelled context ('[1]' and no "
+            "answer), in the race and the confirmation, and score the second reply: what "
+            "contextwright.ask does at run time. Fit with it when you deploy with ask.",
+        ),
+    ] = None,
     fail_if: Annotated[
         str | None,
         typer.Option(
@@ -173,7 +183,7 @@ def fit_cmd(
     """  # one line per paragraph: the help reflows it to the terminal's width
     from pathlib import Path
 
-    from contextwright.cli.eval import open_reader
+    from contextwright.cli.eval import check_reask, open_reader
     from contextwright.core.errors import ContextwrightError
     from contextwright.eval import load_queries
     from contextwright.eval.fit_space import parse_space, with_store
@@ -183,6 +193,7 @@ def fit_cmd(
     rule = _fail_rule(fail_if, fail_under_naive)  # refused now, not after an hour of replies
     budgets = _budgets(budget)
     _check_guard(max_retention_loss, guard_data)
+    check_reask(reask_bare, reader)
     try:
         if prior is not None:  # inline in the profile, so it does not depend on where it is read
             from contextwright.assembly.presets import load_config_file
@@ -224,6 +235,7 @@ def fit_cmd(
             max_retention_loss=None if max_retention_loss is None else max_retention_loss / 100.0,
             guard_queries=guard_queries,
             split=split,
+            reask_bare=reask_bare,
         )
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:

@@ -71,6 +71,7 @@ from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
+from contextwright.render.messages import check_prompt
 from contextwright.stages.dedup import normalize_text
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
@@ -101,6 +102,8 @@ class Confirmation:
     naive_retention: float
     bare_share: float
     naive_bare_share: float
+    #: The share of the profile's held-out replies asked again (``fit --reask-bare``; 0 without it).
+    reask_share: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -222,6 +225,7 @@ def fit_profile(
     max_retention_loss: float | None = None,
     guard_queries: Sequence[EvalQuery] = (),
     split: str = "stratified",
+    reask_bare: str | None = None,
 ) -> FitResult:
     """Search the setting the reader reads best on a fit split, and confirm it against naive on the rest.
 
@@ -274,6 +278,12 @@ def fit_profile(
             fitted on). On ``nq_bm25_dev300`` at 500 / 1,000 tokens the hash split put all 7 queries
             whose answer naive reaches only at 1,000 into the confirmation, so the retention guard
             saw none of them and let through settings that lost 4–7 points there (docs/fit.md).
+        reask_bare: A prompt (name or text): a reply that is a bare citation of a labelled context
+            (``[1]`` and no answer) is asked once more under it, in the race and the confirmation,
+            and the second reply is scored: the policy :func:`contextwright.ask` follows at run time
+            (its default: ``light``). Fit with it when you deploy with ``ask``, so framings with
+            ``[n]`` labels are judged on the answers your application would show. ``None``
+            (default): the first reply is scored. Each re-ask is one more request (``meta["reasked"]``).
 
     Raises:
         ConfigError: too few labelled queries (saying how many are needed), a bad budget or knob value.
@@ -294,6 +304,7 @@ def fit_profile(
         )
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
     asker = Asker(reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress)
+    asker.reask_bare = None if reask_bare is None else check_prompt(reask_bare)
     depths = answer_depths(asker, labelled) if split == "stratified" else None
     fit, confirm = split_queries(labelled, confirm_share, depths)
     setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}
@@ -334,6 +345,8 @@ def fit_profile(
         "strata": None if depths is None else _strata_counts(depths, fit, confirm, asker.budgets),
         "guard_queries": None if guard is None else len(guarded),
         "guard_left_out": left_out if guard_queries else None,
+        "reask_bare": asker.reask_bare,
+        "reasked": asker.reasked if asker.reask_bare is not None else None,
     }
     return FitResult(setting, config, tuple(trials), tuple(confirmations), meta)
 
@@ -515,6 +528,7 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
                 naive_retention=mean(holds_answer(r) for r, _ in base),
                 bare_share=mean(a.bare for _, a in mine),
                 naive_bare_share=mean(a.bare for _, a in base),
+                reask_share=mean(a.reasked for _, a in mine),
             )
         )
     return out
@@ -534,7 +548,7 @@ def verdict(result: FitResult) -> str:
     tokens = " / ".join(f"{c.tokens_mean:,.0f}" for c in cs)
     best = max(cs, key=lambda c: c.naive_accuracy)
     return (
-        f"on {m['model']}, '{label(result.setting)}' read {accs} % at {at} tokens (sending {tokens} tokens) "
+        f"on {m['model']}, '{label(result.setting)}'{_reasking(result)} read {accs} % at {at} tokens (sending {tokens} tokens) "
         f"against naive's {naive} % (naive's best: {100 * best.naive_accuracy:.1f} % at {best.budget:,}); "
         f"Δ against naive with 95 % paired intervals, {deltas} points; confirmed on {m['confirm_queries']} "
         f"held-out queries{' of ' + str(m['data']) if m.get('data') else ''}, chosen on {m['fit_queries']} others"
@@ -545,6 +559,16 @@ def verdict(result: FitResult) -> str:
             else "."
         )
     )
+
+
+def _reasking(result: FitResult) -> str:
+    """How the replies were scored when bare citations were asked again (``fit --reask-bare``)."""
+    prompt = result.meta.get("reask_bare")
+    if prompt is None:
+        return ""
+    name = prompt if len(prompt.split()) == 1 else "a prompt of your own"
+    asked = max((c.reask_share for c in result.confirmations), default=0.0)
+    return f" (a bare citation asked again under {name}: up to {100 * asked:.1f} % of its held-out replies)"
 
 
 #: The answer-retention fall against naive from which :func:`cautions` warns where the reader
@@ -602,15 +626,9 @@ def cautions(result: FitResult) -> tuple[str, ...]:
             f"Naive's best, {100 * best.naive_accuracy:.1f} % at {best.budget:,} tokens, reads above the profile "
             f"({at}): where {best.budget:,} tokens can be sent, naive read better on these queries."
         )
-    bare = [c for c in cs if c.bare_share >= BARE_LIMIT]
+    bare = _bare_caution(result)
     if bare:
-        at = ", ".join(f"{100 * c.bare_share:.1f} % at {c.budget:,} tokens" for c in bare)
-        out.append(
-            f"The reader replied to the profile's held-out queries with a bare citation (a [n] and no answer): "
-            f"{at} (naive: {100 * max(c.naive_bare_share for c in bare):.1f} %). Framing with [n] labels draws "
-            "them from some models: fit again with --knob framing=minimal, or --knob prompt=light; or keep the "
-            "profile and ask again when resolve_citations(answer, ctx).bare (measure it: eval --reask-bare light)."
-        )
+        out.append(bare)
     fell = [c for c in cs if c.delta > 0 and c.naive_retention - c.retention >= RETENTION_CAUTION]
     if fell:
         at = ", ".join(
@@ -623,6 +641,28 @@ def cautions(result: FitResult) -> tuple[str, ...]:
             + _guard_too_small(result, fell)
         )
     return tuple(out)
+
+
+def _bare_caution(result: FitResult) -> str:
+    """Where the profile's held-out replies were bare citations at :data:`BARE_LIMIT` or more ("": nowhere)."""
+    cs = result.confirmations
+    bare = [c for c in cs if c.bare_share >= BARE_LIMIT]
+    if not bare:
+        return ""
+    at = ", ".join(f"{100 * c.bare_share:.1f} % at {c.budget:,} tokens" for c in bare)
+    again = result.meta.get("reask_bare")
+    return (
+        f"The reader replied to the profile's held-out queries with a bare citation (a [n] and no answer): "
+        f"{at}{' after asking again' if again else ''} (naive: "
+        f"{100 * max(c.naive_bare_share for c in bare):.1f} %). Framing with [n] labels draws them from some "
+        "models: fit again with --knob framing=minimal, or --knob prompt=light"
+        + (
+            "."
+            if again
+            else "; or keep the profile and ask again when resolve_citations(answer, ctx).bare (fit with "
+            "--reask-bare light to judge the settings that way, as contextwright.ask answers)."
+        )
+    )
 
 
 def _guard_too_small(result: FitResult, fell: Sequence[Confirmation]) -> str:

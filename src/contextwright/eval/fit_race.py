@@ -18,7 +18,15 @@ from contextwright.eval.data import EvalQuery
 from contextwright.eval.fit_space import candidate_config, label
 from contextwright.eval.metrics import answer_in_text
 from contextwright.eval.reader_client import Reader, logger
-from contextwright.eval.reader_requests import Request, answer_of, strategy_request, system_of, tokens_sent
+from contextwright.eval.reader_requests import (
+    Request,
+    answer_of,
+    ask_again,
+    strategy_request,
+    system_of,
+    tokens_sent,
+)
+from contextwright.eval.reader_results import ReaderAnswer
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy, Strategy
 from contextwright.tokens import CachedTokenizer
 
@@ -99,7 +107,12 @@ def holds_answer(req: Request) -> bool:
 
 @dataclass
 class Asker:
-    """Builds the eval requests of strategies and asks them through the reader's cache."""
+    """Builds the eval requests of strategies and asks them through the reader's cache.
+
+    With ``reask_bare`` (a prompt), a reply that is a bare citation of a labelled context is asked
+    once more under it and the second reply is the one scored, as :func:`contextwright.ask` does at
+    run time (:func:`~contextwright.eval.reader_requests.ask_again`); ``reasked`` counts them.
+    """
 
     reader: Reader
     budgets: tuple[int, ...]
@@ -110,6 +123,8 @@ class Asker:
     asked: int = 0
     failed: int = 0
     sent: set[str] = field(default_factory=set)  # keys of the requests the cache did not answer
+    reask_bare: str | None = None
+    reasked: int = 0
 
     def __post_init__(self) -> None:
         self.system = system_of(self.reader)
@@ -139,24 +154,41 @@ class Asker:
             for q in queries
             for b in self.budgets
         ]
-        report = None if self.progress is None else (lambda d, t: self.progress(stage, d, t))  # type: ignore[misc]
-        got = self.reader.ask_many([r.messages for _, _, r in reqs], progress=report)
+        got = self.reader.ask_many([r.messages for _, _, r in reqs], progress=self._report(stage))
         self.asked += len(reqs)
-        # Asked is not sent: a setting that leads one race runs again in the next, a context capped
-        # below every budget is the same at each, and the cache answers the repeats.
-        self.sent.update(
-            self.reader.key(r.messages)
-            for (_, _, r), reply in zip(reqs, got, strict=True)
-            if isinstance(reply, tuple) and not reply[1]
-        )
+        self._note_sent([(r, reply) for (_, _, r), reply in zip(reqs, got, strict=True)])
+        answers = [answer_of(r, reply, self.tok) for (_, _, r), reply in zip(reqs, got, strict=True)]
+        if self.reask_bare is not None:
+            answers = self._again(stage, [r for _, _, r in reqs], answers)
         out: dict[tuple[int, str], list[tuple[Request, Any]]] = {}
-        for (i, qid, req), reply in zip(reqs, got, strict=True):
-            answer = answer_of(req, reply, self.tok)
+        for (i, qid, req), answer in zip(reqs, answers, strict=True):
             if not answer.ok:  # scored as wrong, never silently: counted, logged, in the profile
                 self.failed += 1
                 logger.warning("fit: a reader request failed", extra={"query_id": qid, "error": answer.error})
             out.setdefault((i, qid), []).append((req, answer))
         return out
+
+    def _report(self, stage: str) -> Callable[[int, int], None] | None:
+        progress = self.progress
+        return None if progress is None else (lambda done, total: progress(stage, done, total))
+
+    def _note_sent(self, pairs: Sequence[tuple[Request, Any]]) -> None:
+        # Asked is not sent: a setting that leads one race runs again in the next, a context capped
+        # below every budget is the same at each, and the cache answers the repeats.
+        self.sent.update(
+            self.reader.key(r.messages) for r, reply in pairs if isinstance(reply, tuple) and not reply[1]
+        )
+
+    def _again(self, stage: str, requests: list[Request], answers: list[ReaderAnswer]) -> list[ReaderAnswer]:
+        """``answers`` with the bare citations asked again under ``reask_bare`` (counted as asked)."""
+        assert self.reask_bare is not None
+        again, pairs = ask_again(
+            requests, answers, self.reask_bare, self.reader, self.tok, self._report(f"{stage} (re-asks)")
+        )
+        self.asked += len(pairs)
+        self.reasked += len(pairs)
+        self._note_sent(pairs)
+        return list(again)
 
 
 def answer_depths(

@@ -190,7 +190,7 @@ def _table(head: tuple[str, ...], rows: list[tuple[Any, ...]]) -> str:
 
 
 def _confirm_rows(result: FitResult) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-    conf_head = (
+    conf_head: tuple[str, ...] = (
         "budget",
         "n",
         "acc%",
@@ -204,7 +204,7 @@ def _confirm_rows(result: FitResult) -> tuple[tuple[str, ...], list[tuple[Any, .
         "naive ans%",
         "bare%",
     )
-    rows = [
+    rows: list[tuple[Any, ...]] = [
         (
             c.budget,
             c.queries,
@@ -221,6 +221,11 @@ def _confirm_rows(result: FitResult) -> tuple[tuple[str, ...], list[tuple[Any, .
         )
         for c in result.confirmations
     ]
+    if result.meta.get("reask_bare") is not None:  # fit --reask-bare: how many were asked again
+        conf_head = (*conf_head, "reask%")
+        rows = [
+            (*row, f"{100 * c.reask_share:.1f}") for row, c in zip(rows, result.confirmations, strict=True)
+        ]
     return conf_head, rows
 
 

@@ -14,6 +14,7 @@ from contextwright.eval.reader_client import (
     CLOSED_BOOK,
     CLOSED_BOOK_PROMPT,
     ORACLE,
+    Progress,
     Reader,
     logger,
 )
@@ -132,6 +133,36 @@ def reasked(first: ReaderAnswer, again: ReaderAnswer) -> ReaderAnswer:
         reasked=True,
         first_answer=first.answer,
     )
+
+
+def ask_again(
+    requests: Sequence[Request],
+    answers: Sequence[ReaderAnswer],
+    prompt: str,
+    reader: Reader,
+    tokenizer: Tokenizer | CachedTokenizer,
+    progress: Progress | None = None,
+) -> tuple[tuple[ReaderAnswer, ...], list[tuple[Request, Any]]]:
+    """``answers`` with each bare citation of a labelled context (:func:`should_reask`) asked once
+    more under ``prompt``, and the ``(request, reply)`` pairs of those second requests (through the
+    reader's cache). ``eval --reask-bare`` and ``fit --reask-bare`` both go through it.
+
+    A second request that would be the first one again (the first was already asked under
+    ``prompt``) is not sent, as :func:`contextwright.ask` does not send it: its reply is the first.
+    """
+    todo: list[tuple[int, Request]] = []
+    for k, answer in enumerate(answers):
+        if should_reask(requests[k], answer):
+            second = reask_request(requests[k], prompt)
+            if second.messages != requests[k].messages:
+                todo.append((k, second))
+    if not todo:
+        return tuple(answers), []
+    replies = reader.ask_many([r.messages for _, r in todo], progress=progress)
+    out = list(answers)
+    for (k, req), got in zip(todo, replies, strict=True):
+        out[k] = reasked(answers[k], answer_of(req, got, tokenizer))
+    return tuple(out), [(req, got) for (_, req), got in zip(todo, replies, strict=True)]
 
 
 def oracle_request(query: EvalQuery, *, system: str) -> Request | None:

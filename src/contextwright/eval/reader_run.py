@@ -17,16 +17,13 @@ from contextwright.eval.reader_client import (
 from contextwright.eval.reader_requests import (
     Request,
     answer_of,
+    ask_again,
     closed_request,
     oracle_request,
-    reask_request,
-    reasked,
-    should_reask,
     strategy_request,
     system_of,
 )
 from contextwright.eval.reader_results import (
-    ReaderAnswer,
     ReaderResult,
     summarize_reader,
 )
@@ -99,7 +96,8 @@ def evaluate_reader(
     answers = tuple(answer_of(r, by_id.get(id(r)), tok) for r in requests)
     reasks = 0
     if reask_bare is not None:
-        answers, reasks = _reask(requests, answers, reask_bare, reader, tok, progress)
+        answers, again = ask_again(requests, answers, reask_bare, reader, tok, progress)
+        reasks = len(again)
     summaries = summarize_reader(answers, reask=reask_bare is not None)
     sweep = None
     if positions:
@@ -142,27 +140,6 @@ def _reader_meta(reader: Reader, system: str) -> dict[str, Any]:
         "closed_book_system": CLOSED_BOOK_PROMPT,
         "cache": reader.cache_path,
     }
-
-
-def _reask(
-    requests: Sequence[Request],
-    answers: tuple[ReaderAnswer, ...],
-    prompt: str,
-    reader: Reader,
-    tok: CachedTokenizer,
-    progress: Progress | None,
-) -> tuple[tuple[ReaderAnswer, ...], int]:
-    """``answers`` with each bare citation of a labelled context asked again under ``prompt``,
-    and how many were (one more request each, through the same cache)."""
-    again = [k for k, a in enumerate(answers) if should_reask(requests[k], a)]
-    if not again:
-        return answers, 0
-    second = [reask_request(requests[k], prompt) for k in again]
-    replies = reader.ask_many([r.messages for r in second], progress=progress)
-    out = list(answers)
-    for k, req, got in zip(again, second, replies, strict=True):
-        out[k] = reasked(answers[k], answer_of(req, got, tok))
-    return tuple(out), len(again)
 
 
 def _requests(
