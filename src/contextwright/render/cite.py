@@ -25,6 +25,7 @@ __all__ = [
     "ask",
     "bare_citation",
     "build_citations",
+    "labels_shown",
     "reask_wanted",
     "resolve_citations",
 ]
@@ -384,9 +385,15 @@ def reask_wanted(answer: str, format: Format | None, blocks: int) -> bool:
     ``[n]``) with ``blocks`` blocks shows citation labels, and the answer is one of them and
     nothing else (:attr:`CitationResolution.bare`'s rule). :func:`ask` and ``eval --reask-bare``
     both decide by it."""
-    if format is not None and format.citation_style() is None:
+    if not labels_shown(format):
         return False  # minimal: no labels shown, and its prompt asks for no numbers
     return bool(parse_citation_numbers(answer, blocks=blocks)) and bare_citation(answer)
+
+
+def labels_shown(format: Format | None) -> bool:
+    """Whether a context in ``format`` (``None``: ``[n]``) shows its blocks' citation labels, so a
+    bare citation of it can be asked again (not ``minimal``, whose prompt asks for no numbers)."""
+    return format is None or format.citation_style() is not None
 
 
 def _reply_text(reply: Any) -> str:

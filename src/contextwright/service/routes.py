@@ -20,6 +20,7 @@ from contextwright.core.errors import (
     StoreError,
 )
 from contextwright.service.assemblers import Assemblers
+from contextwright.service.chat import chat_messages, check_prompts
 from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
 from contextwright.service.problems import VALID_KEYS, Failure, Loc, dotted_loc, input_error_loc, responses
@@ -85,6 +86,7 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
     options = options_of(req, cfg)
     budget = request_budget(req, cfg, options)
     check_strings(req)
+    check_prompts(req)
     assembler = assemblers.get(options)
     lists = chunk_lists(req, cfg)
     check_work(sum(len(v) for v in lists.values()), assembler.pipeline, cfg, tools=len(req.tools or ()))
@@ -111,6 +113,8 @@ def assemble(req: Any, cfg: ServiceConfig, assemblers: Assemblers, metrics: Metr
     out["blocks"] = block_rows(ctx, assembler.pipeline.format, assembler.tokenizer)
     if req.inspect:
         out["inputs"] = [row for items in given.values() for row in input_rows(items)]
+    if req.messages:
+        out.update(chat_messages(ctx, req.system, req.reask_bare))
     return dumps(out)
 
 

@@ -193,6 +193,14 @@ class AssembleResponse(BaseModel):
     report: ReportOut
     blocks: list[BlockOut]
     inputs: list[InputOut] | None = None
+    messages: list[MessageOut] | None = Field(
+        None, description="The chat to send the model (with messages: true; absent otherwise)."
+    )
+    reask_messages: list[MessageOut] | None = Field(
+        None,
+        description="The same chat under reask_bare, to send once more when the reply is a bare citation "
+        "(with messages: true, for a context that shows citation labels; absent otherwise).",
+    )
 
 
 class CitationIn(BaseModel):
@@ -307,6 +315,7 @@ def request_models(cfg: ServiceConfig) -> RequestModels:
         **previous_fields(previous_model(cfg)),
         **pipeline_fields(cfg),
         **history_fields(cfg, TurnIn),
+        **chat_fields(cfg),
         inspect=(bool, Field(False, description="Also return the normalized inputs (for the inspector).")),
     )
     ContextIn, ResolveRequest = resolve_models(cfg)
@@ -543,6 +552,32 @@ def history_fields(cfg: ServiceConfig, turn: Any) -> dict[str, Any]:
         ),
         "output_tokens": (int | None, Field(None, ge=0, le=10_000_000)),
         "buffer_tokens": (int, Field(128, ge=0, le=10_000_000)),
+    }
+
+
+def chat_fields(cfg: ServiceConfig) -> dict[str, Any]:
+    """Whether to return the chat to send the model, and what to send again after a bare citation."""
+    return {
+        "messages": (
+            bool,
+            Field(
+                False,
+                description="Also return messages: the chat to send the model (OpenAI format) under system: "
+                "the prompt, the kept history, the tool section, the context and the query; and "
+                "reask_messages (see reask_bare).",
+            ),
+        ),
+        "reask_bare": (
+            str | None,
+            Field(
+                "light",
+                max_length=cfg.max_text_chars,
+                description="With messages, for a context that shows citation labels: reask_messages is the "
+                "same chat under this prompt (a name or a text), to send once more when the reply is a bare "
+                "citation ('[1]' and no answer: /v1/citations/resolve says bare), as contextwright.ask "
+                "does. null: none.",
+            ),
+        ),
     }
 
 
