@@ -36,7 +36,12 @@ DEV = (
     / "nq_bm25_dev300.jsonl.gz"
 )
 # Lean ([n] labels) against minimal (none), every other knob fixed: 16 queries, one budget.
-SPACE = {"amount": ("cap:120",), "order": ("ends",), "dedup": ("containment",), "framing": ("minimal", "lean")}
+SPACE = {
+    "amount": ("cap:120",),
+    "order": ("ends",),
+    "dedup": ("containment",),
+    "framing": ("minimal", "lean"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +132,16 @@ def test_fit_reask_bare_from_the_command_line(
     args += ["--reader", server.base_url, "--reader-model", "m", "--reader-cache", str(tmp_path / "c.sqlite")]
     run = [sys.executable, "-m", "contextwright.cli", "fit", *args, "--out", str(profile)]
     env = {**os.environ, "COLUMNS": "200"}
-    out = subprocess.run([*run, "--reask-bare", "light"], capture_output=True, text=True, timeout=300, env=env)
+    out = subprocess.run(
+        [*run, "--reask-bare", "light"], capture_output=True, text=True, timeout=300, env=env
+    )
     assert out.returncode == 0, out.stderr
     fitted = tomllib.loads(profile.read_text())["fit"]
-    assert fitted["reask_bare"] == "light" and fitted["reasked"] > 0 and fitted["setting"]["framing"] == "lean"
+    assert (
+        fitted["reask_bare"] == "light" and fitted["reasked"] > 0 and fitted["setting"]["framing"] == "lean"
+    )
     assert "asked again under light" in out.stdout
     bad = subprocess.run([*run, "--reask-bare", "lite"], capture_output=True, text=True, timeout=120, env=env)
-    assert bad.returncode == 2 and "--reask-bare must be a prompt name" in bad.stderr and "light" in bad.stderr
+    assert (
+        bad.returncode == 2 and "--reask-bare must be a prompt name" in bad.stderr and "light" in bad.stderr
+    )

@@ -138,7 +138,12 @@ def test_each_response_model_has_exactly_the_keys_of_its_to_dict(full: tuple[Any
     for model, data in pairs:
         assert _fields(model) - set(data) <= optional, (model.__name__, _fields(model) - set(data))
     # the service's own keys: blocks, and what a request asks for (inspect, messages)
-    assert _fields(AssembleResponse) == set(ctx.to_dict()) | {"blocks", "inputs", "messages", "reask_messages"}
+    assert _fields(AssembleResponse) == set(ctx.to_dict()) | {
+        "blocks",
+        "inputs",
+        "messages",
+        "reask_messages",
+    }
 
 
 def test_the_service_sends_only_fields_its_schema_lists(full: tuple[Any, dict[str, Any]]) -> None:
