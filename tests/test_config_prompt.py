@@ -162,3 +162,20 @@ def test_a_preset_with_the_light_prompt_is_the_preset_with_other_messages(tmp_pa
     assert light.text == qa.text and "[1]" in light.text
     assert _system(light) == system_prompt("light", format=get_format("lean"))
     assert _system(qa) == system_prompt("default", format=get_format("lean")) != _system(light)
+
+
+@pytest.mark.parametrize("where", ["messages", "ask", "assembler"])
+def test_a_one_word_system_that_names_no_prompt_is_refused_where_it_would_be_sent(where: str) -> None:
+    """``system="lite"`` was sent as the whole system prompt; like a config's ``prompt``, it is now
+    refused with the name it was close to. A prompt of more than one word is still sent as written."""
+    ctx = contextwright.assemble("capital?", CHUNKS, preset={"stages": STAGES}, budget=200)
+    sent: list[object] = []
+    calls = {
+        "messages": lambda: ctx.messages(system="lite"),
+        "ask": lambda: contextwright.ask(ctx, lambda m: sent.append(m) or "Paris [1]", reask_bare="lite"),
+        "assembler": lambda: Assembler("qa", model="gpt-4o-mini", system="lite"),
+    }
+    with pytest.raises(ConfigError, match=r"got 'lite'\. Did you mean 'light'"):
+        calls[where]()
+    assert sent == []  # ask refuses before its first request
+    assert _system(ctx, system="Be brief.") == "Be brief."

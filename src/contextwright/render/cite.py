@@ -334,6 +334,7 @@ def ask(
         >>> got = ask(ctx, my_llm)
         >>> got.text, [c.source for c in got.citations.cited], got.reasked
     """
+    _check_reask(reask_bare)  # before the first request, not only once a reply is bare
     first = _reply_text(llm(ctx.messages(query, system=system, **options)))
     answer = _first_answer(ctx, first, system, reask_bare)
     if answer is not None:  # not a bare citation, or not to be asked again
@@ -357,12 +358,21 @@ async def aask(
     Example:
         >>> got = await aask(ctx, my_async_llm)
     """
+    _check_reask(reask_bare)
     first = _reply_text(await llm(ctx.messages(query, system=system, **options)))
     answer = _first_answer(ctx, first, system, reask_bare)
     if answer is not None:  # not a bare citation, or not to be asked again
         return answer
     again = _reply_text(await llm(ctx.messages(query, system=reask_bare, **options)))
     return Answer(again, resolve_citations(again, ctx), reasked=True, first=first)
+
+
+def _check_reask(reask_bare: str | None) -> None:
+    """A re-ask prompt is a prompt name or text (a one-word typo is refused, as a config's ``prompt``)."""
+    from contextwright.render.messages import check_prompt
+
+    if reask_bare is not None:
+        check_prompt(reask_bare)
 
 
 def _first_answer(

@@ -141,9 +141,13 @@ def system_prompt(name_or_text: str, *, format: Any = None) -> str:
             context (or ``None`` for ``[n]``): a named prompt asks for exactly
             the format's citation label (``[SOURCE n]`` for ``sources``), and
             for no citation at all when the format has no labels (``minimal``).
+
+    Raises:
+        ConfigError: for a single word that names no prompt (``"lite"``), as :func:`check_prompt`:
+            a typo would otherwise be sent to the model as its whole system prompt.
     """
     if name_or_text not in _CITED:
-        return name_or_text
+        return check_prompt(name_or_text)
     style = "[{n}]" if format is None else format.citation_style()
     if style is None:
         return _UNCITED[name_or_text]
