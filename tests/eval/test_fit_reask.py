@@ -145,3 +145,20 @@ def test_fit_reask_bare_from_the_command_line(
     assert (
         bad.returncode == 2 and "--reask-bare must be a prompt name" in bad.stderr and "light" in bad.stderr
     )
+
+
+def test_each_confirmed_budget_carries_the_interval_its_worse_gate_reads(
+    serve: Callable[[Script], ChatServer], dev16: list[Any], tmp_path: Path
+) -> None:
+    """Two budgets: each confirmation also holds its paired interval at the Bonferroni level over
+    the two (97.5 %), wider than its 95 % one, and the profile keeps it."""
+    server = serve(pointer(dev16))
+    with Reader(server.base_url, model="m", cache=tmp_path / "c.sqlite", max_tokens=12) as reader:
+        result = fit_profile(
+            dev16, reader=reader, budgets=(250, 400), space=SPACE, step=4, min_per_part=4, reask_bare="light"
+        )
+    for c in result.confirmations:
+        assert c.family_low is not None and c.family_high is not None
+        assert c.family_low <= c.delta_low <= c.delta <= c.delta_high <= c.family_high
+    rows = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())["fit"]["confirm"]
+    assert [r["family_low"] for r in rows] == [c.family_low for c in result.confirmations]

@@ -374,17 +374,21 @@ def check_reask(reask_bare: str | None, reader: str | None) -> None:
 
 def _exit_if_failing(measured: Any, rule: str) -> None:
     """``eval --fail-if RULE``: exit 3 when a strategy's reader delta against naive fails ``rule``."""
-    from contextwright.eval.gate import FAIL_RULES, fails
+    from contextwright.eval.gate import FAIL_RULES, fails, gate_intervals, rule_test
 
     judged = [s for s in measured.summaries if s.strategy not in _BASELINES]
     # No paired replies (every request failed, on one side or the other): nothing shows it passes.
     unmeasured = [s for s in judged if s.delta is None or s.delta_low is None or s.delta_high is None]
-    failing = [s for s in judged if s not in unmeasured and fails(rule, s.delta, s.delta_low, s.delta_high)]
+    measured_ = [s for s in judged if s not in unmeasured]
+    ends = gate_intervals(
+        rule, measured.answers, [(s.strategy, s.budget, s.delta_low, s.delta_high) for s in measured_]
+    )
+    failing = [s for s in measured_ if fails(rule, s.delta, *ends[(s.strategy, s.budget)])]
     if not failing and not unmeasured:
         return
-    what, test = FAIL_RULES[rule]
+    what, test = FAIL_RULES[rule][0], rule_test(rule, len(measured_))
     said = [
-        f"{s.strategy} at {s.budget:,} ({100 * s.delta:+.1f}, {100 * s.delta_low:+.1f}…{100 * s.delta_high:+.1f})"
+        f"{s.strategy} at {s.budget:,} ({100 * s.delta:+.1f}, {100 * ends[(s.strategy, s.budget)][0]:+.1f}…{100 * ends[(s.strategy, s.budget)][1]:+.1f})"
         for s in failing
     ] + [f"{s.strategy} at {s.budget:,} (no reply to compare with naive's)" for s in unmeasured]
     err.print(

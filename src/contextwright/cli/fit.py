@@ -259,7 +259,7 @@ def _fail_rule(fail_if: str | None, fail_under_naive: bool) -> str | None:
 
 def _exit_if_failing(result: Any, out: str, rule: str) -> None:
     """``--fail-if RULE``: exit 3 when any confirmed budget fails ``rule`` (``FitResult.failing``)."""
-    from contextwright.eval.gate import FAIL_RULES
+    from contextwright.eval.gate import FAIL_RULES, rule_test
 
     budgets = result.failing(rule)
     if not budgets:
@@ -267,7 +267,7 @@ def _exit_if_failing(result: Any, out: str, rule: str) -> None:
     at = ", ".join(f"{b:,}" for b in budgets)
     where = "that budget" if len(budgets) == 1 else "those budgets"
     flag = "--fail-under-naive" if rule == "under-naive" else f"--fail-if {rule}"
-    what, test = FAIL_RULES[rule]
+    what, test = FAIL_RULES[rule][0], rule_test(rule, len(result.confirmations))
     err.print(
         f"fit: the profile {what} at {at} tokens on the held-out queries ({flag}): exit 3 ({test}). "
         f"Keep naive for this reader at {where}, or search again on more labelled queries; the profile "

@@ -66,7 +66,7 @@ from contextwright.eval.fit_race import (
     race_knob,
 )
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
-from contextwright.eval.gate import check_rule, fails
+from contextwright.eval.gate import check_rule, fails, family_confidence
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
@@ -104,9 +104,15 @@ class Confirmation:
     naive_bare_share: float
     #: The share of the profile's held-out replies asked again (``fit --reask-bare``; 0 without it).
     reask_share: float = 0.0
+    #: The paired interval at the gate's Bonferroni level over the budgets (``--fail-if worse`` reads
+    #: it: :func:`~contextwright.eval.gate.family_confidence`); ``None`` with one budget (the 95 % one).
+    family_low: float | None = None
+    family_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
+        return {
+            k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None
+        }  # TOML has no null
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +149,7 @@ class FitResult:
         queries show) or ``not-better`` (the interval's low end at zero or below: no gain they
         show). ``fit --fail-if RULE`` exits 3 when there is any."""
         check_rule(rule)
-        return tuple(c.budget for c in self.confirmations if fails(rule, c.delta, c.delta_low, c.delta_high))
+        return tuple(c.budget for c in self.confirmations if fails(rule, c.delta, *_gated(rule, c)))
 
     def profile(self) -> dict[str, Any]:
         """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
@@ -498,6 +504,21 @@ def _check_confirmed(failed: int, asked: int, reader: Reader) -> None:
     )
 
 
+def _gated(rule: str, c: Confirmation) -> tuple[float, float]:
+    """The interval ``rule`` reads: for ``worse``, the Bonferroni one over the budgets where there is one."""
+    if rule == "worse" and c.family_low is not None and c.family_high is not None:
+        return c.family_low, c.family_high
+    return c.delta_low, c.delta_high
+
+
+def _family(x: list[bool], y: list[bool], budgets: int) -> tuple[float | None, float | None]:
+    """The paired interval at :func:`~contextwright.eval.gate.family_confidence` over ``budgets``."""
+    if budgets < 2:
+        return None, None
+    boot = paired_bootstrap_delta(x, y, confidence=family_confidence(budgets))
+    return (None, None) if boot is None else (boot[1], boot[2])
+
+
 def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuery]) -> list[Confirmation]:
     """The profile against naive at each budget on the held-out queries."""
     profile = PipelineStrategy(str(config.get("name", "profile")), config)
@@ -512,6 +533,7 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
         assert boot is not None  # queries is never empty here
         b = sum(1 for u, v in zip(x, y, strict=True) if u and not v)
         c = sum(1 for u, v in zip(x, y, strict=True) if v and not u)
+        family = _family(x, y, len(asker.budgets))
         out.append(
             Confirmation(
                 budget=budget,
@@ -529,6 +551,8 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
                 bare_share=mean(a.bare for _, a in mine),
                 naive_bare_share=mean(a.bare for _, a in base),
                 reask_share=mean(a.reasked for _, a in mine),
+                family_low=family[0],
+                family_high=family[1],
             )
         )
     return out

@@ -272,6 +272,12 @@ def _share(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
+def paired_outcomes(rows: Sequence[ReaderAnswer], base: Sequence[ReaderAnswer]) -> list[tuple[bool, bool]]:
+    """``(baseline right, strategy right)`` for each query that both ``rows`` and ``base`` answered."""
+    by_id = {a.query_id: a for a in base if a.ok}
+    return [(by_id[a.query_id].correct, a.correct) for a in rows if a.ok and a.query_id in by_id]
+
+
 def summarize_reader(
     answers: Sequence[ReaderAnswer], *, baseline: str = "naive", reask: bool = False
 ) -> list[ReaderSummary]:
@@ -295,8 +301,7 @@ def summarize_reader(
         paired = 0
         against = budget if budget in base_budgets else (base_budgets[0] if base_budgets else None)
         if strategy != baseline and against is not None:
-            base = {a.query_id: a for a in groups[(baseline, against)] if a.ok}
-            pairs = [(base[a.query_id].correct, a.correct) for a in ok if a.query_id in base]
+            pairs = paired_outcomes(ok, groups[(baseline, against)])
             paired = len(pairs)
             boot = paired_bootstrap_delta([x for x, _ in pairs], [y for _, y in pairs])
             if boot is not None:
