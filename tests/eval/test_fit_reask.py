@@ -162,3 +162,22 @@ def test_each_confirmed_budget_carries_the_interval_its_worse_gate_reads(
         assert c.family_low <= c.delta_low <= c.delta <= c.delta_high <= c.family_high
     rows = tomllib.loads(write_profile(result, tmp_path / "p.toml").read_text())["fit"]["confirm"]
     assert [r["family_low"] for r in rows] == [c.family_low for c in result.confirmations]
+
+
+def test_the_verdict_says_when_no_held_out_reply_needed_asking_again() -> None:
+    """A ``minimal`` profile draws no bare citation to re-ask: the verdict says none was, not "up to 0.0 %"."""
+    from contextwright.eval.fit import Confirmation, FitResult
+    from contextwright.eval.fit_space import START, candidate_config
+
+    def confirmed(share: float) -> Confirmation:
+        return Confirmation(
+            budget=500, queries=100, accuracy=0.36, naive_accuracy=0.30, delta=0.06, delta_low=-0.01,
+            delta_high=0.14, p_value=0.1, tokens_mean=200.0, naive_tokens_mean=560.0, retention=0.8,
+            naive_retention=0.94, bare_share=0.0, naive_bare_share=0.0, reask_share=share,
+        )  # fmt: skip
+
+    meta = {"model": "m", "confirm_queries": 100, "fit_queries": 100, "reask_bare": "light", "reasked": 4}
+    none = FitResult(START, candidate_config(START), (), (confirmed(0.0),), meta)
+    assert "(a bare citation asked again under light: none of its held-out replies was one)" in none.verdict
+    some = FitResult(START, candidate_config(START), (), (confirmed(0.07),), meta)
+    assert "(a bare citation asked again under light: up to 7.0 % of its held-out replies)" in some.verdict

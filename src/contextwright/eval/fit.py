@@ -592,6 +592,8 @@ def _reasking(result: FitResult) -> str:
         return ""
     name = prompt if len(prompt.split()) == 1 else "a prompt of your own"
     asked = max((c.reask_share for c in result.confirmations), default=0.0)
+    if asked == 0:
+        return f" (a bare citation asked again under {name}: none of its held-out replies was one)"
     return f" (a bare citation asked again under {name}: up to {100 * asked:.1f} % of its held-out replies)"
 
 
