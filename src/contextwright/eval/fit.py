@@ -66,7 +66,7 @@ from contextwright.eval.fit_race import (
     race_knob,
 )
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
-from contextwright.eval.gate import check_rule, fails, family_confidence
+from contextwright.eval.gate import check_rule, fails, family_interval
 from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
@@ -511,14 +511,6 @@ def _gated(rule: str, c: Confirmation) -> tuple[float, float]:
     return c.delta_low, c.delta_high
 
 
-def _family(x: list[bool], y: list[bool], budgets: int) -> tuple[float | None, float | None]:
-    """The paired interval at :func:`~contextwright.eval.gate.family_confidence` over ``budgets``."""
-    if budgets < 2:
-        return None, None
-    boot = paired_bootstrap_delta(x, y, confidence=family_confidence(budgets))
-    return (None, None) if boot is None else (boot[1], boot[2])
-
-
 def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuery]) -> list[Confirmation]:
     """The profile against naive at each budget on the held-out queries."""
     profile = PipelineStrategy(str(config.get("name", "profile")), config)
@@ -533,7 +525,7 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
         assert boot is not None  # queries is never empty here
         b = sum(1 for u, v in zip(x, y, strict=True) if u and not v)
         c = sum(1 for u, v in zip(x, y, strict=True) if v and not u)
-        family = _family(x, y, len(asker.budgets))
+        family = family_interval(x, y, len(asker.budgets)) if len(asker.budgets) > 1 else None
         out.append(
             Confirmation(
                 budget=budget,
@@ -551,8 +543,8 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
                 bare_share=mean(a.bare for _, a in mine),
                 naive_bare_share=mean(a.bare for _, a in base),
                 reask_share=mean(a.reasked for _, a in mine),
-                family_low=family[0],
-                family_high=family[1],
+                family_low=None if family is None else family[0],
+                family_high=None if family is None else family[1],
             )
         )
     return out

@@ -23,7 +23,15 @@ from typing import Any
 
 from contextwright.core.errors import ConfigError
 
-__all__ = ["FAIL_RULES", "check_rule", "fails", "family_confidence", "gate_intervals", "rule_test"]
+__all__ = [
+    "FAIL_RULES",
+    "check_rule",
+    "fails",
+    "family_confidence",
+    "family_interval",
+    "gate_intervals",
+    "rule_test",
+]
 
 #: Each rule's words: what a failing comparison does, and the test that says so.
 FAIL_RULES: Mapping[str, tuple[str, str]] = {
@@ -70,7 +78,7 @@ def family_confidence(comparisons: int, confidence: float = 0.95) -> float:
 
 def rule_test(rule: str, comparisons: int) -> str:
     """The test ``rule`` applies to each of ``comparisons``, in words (the ``worse`` gate's level
-    when it is corrected), e.g. "the whole 99.17 % interval below zero (Bonferroni over 6 pairs)"."""
+    when it is corrected), e.g. "the whole 99.17 % interval below zero (Bonferroni over 6 comparisons)"."""
     test = FAIL_RULES[rule][1]
     if rule != "worse" or comparisons < 2:
         return test
@@ -90,16 +98,23 @@ def gate_intervals(
     list; ``baseline`` ran at every judged budget, as ``eval --fail-if`` requires)."""
     if rule != "worse" or len(judged) < 2:
         return {(s, b): (low, high) for s, b, low, high in judged}
-    from contextwright.eval.metrics import paired_bootstrap_delta
     from contextwright.eval.reader_results import paired_outcomes
 
     groups: dict[tuple[str, int], list[Any]] = {}
     for a in answers:
         groups.setdefault((a.strategy, a.budget), []).append(a)
-    level = family_confidence(len(judged))
     out = {}
     for strategy, budget, low, high in judged:
         pairs = paired_outcomes(groups.get((strategy, budget), []), groups.get((baseline, budget), []))
-        boot = paired_bootstrap_delta([x for x, _ in pairs], [y for _, y in pairs], confidence=level)
-        out[(strategy, budget)] = (low, high) if boot is None else (boot[1], boot[2])
+        ends = family_interval([x for x, _ in pairs], [y for _, y in pairs], len(judged))
+        out[(strategy, budget)] = (low, high) if ends is None else ends
     return out
+
+
+def family_interval(x: Sequence[bool], y: Sequence[bool], comparisons: int) -> tuple[float, float] | None:
+    """The paired interval of ``y − x`` at :func:`family_confidence` over ``comparisons`` (the
+    bootstrap of :func:`~contextwright.eval.metrics.paired_bootstrap_delta`); ``None`` without pairs."""
+    from contextwright.eval.metrics import paired_bootstrap_delta
+
+    boot = paired_bootstrap_delta(x, y, confidence=family_confidence(comparisons))
+    return None if boot is None else (boot[1], boot[2])
