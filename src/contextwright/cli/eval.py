@@ -358,18 +358,15 @@ def check_reask(reask_bare: str | None, reader: str | None) -> None:
     """``--reask-bare`` (``eval``, ``fit``) refused before any work: without a reader, or not a prompt."""
     if reask_bare is None:
         return
-    from contextwright.core.errors import ContextwrightError, did_you_mean
-    from contextwright.render.messages import PROMPT_NAMES, check_prompt
+    from contextwright.core.errors import ContextwrightError
+    from contextwright.render.messages import check_prompt
 
     if reader is None:
         fail("--reask-bare asks the reader again: pass --reader URL --reader-model NAME.")
     try:
-        check_prompt(reask_bare)
-    except ContextwrightError:
-        fail(
-            f"--reask-bare must be a prompt name ({', '.join(PROMPT_NAMES)}) or the text of a prompt; "
-            f"got {reask_bare!r}.{did_you_mean(reask_bare, PROMPT_NAMES)} Use e.g. --reask-bare light."
-        )
+        check_prompt(reask_bare, "--reask-bare")
+    except ContextwrightError as exc:
+        fail(f"{exc} Use e.g. --reask-bare light.")
 
 
 def _exit_if_failing(measured: Any, rule: str) -> None:
@@ -387,9 +384,10 @@ def _exit_if_failing(measured: Any, rule: str) -> None:
     if not failing and not unmeasured:
         return
     what, test = FAIL_RULES[rule][0], rule_test(rule, len(measured_))
+    shown = [(s, *ends[(s.strategy, s.budget)]) for s in failing]  # with the interval the rule read
     said = [
-        f"{s.strategy} at {s.budget:,} ({100 * s.delta:+.1f}, {100 * ends[(s.strategy, s.budget)][0]:+.1f}…{100 * ends[(s.strategy, s.budget)][1]:+.1f})"
-        for s in failing
+        f"{s.strategy} at {s.budget:,} ({100 * s.delta:+.1f}, {100 * lo:+.1f}…{100 * hi:+.1f})"
+        for s, lo, hi in shown
     ] + [f"{s.strategy} at {s.budget:,} (no reply to compare with naive's)" for s in unmeasured]
     err.print(
         f"eval: {len(said)} strategy-budget pair(s) {what} (--fail-if {rule}: {test}): {'; '.join(said)}. Exit 3.",

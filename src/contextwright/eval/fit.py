@@ -309,8 +309,10 @@ def fit_profile(
             loc=("expand",),
         )
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
-    asker = Asker(reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress)
-    asker.reask_bare = None if reask_bare is None else check_prompt(reask_bare)
+    again = None if reask_bare is None else check_prompt(reask_bare, "reask_bare")
+    asker = Asker(
+        reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress, reask_bare=again
+    )
     depths = answer_depths(asker, labelled) if split == "stratified" else None
     fit, confirm = split_queries(labelled, confirm_share, depths)
     setting = {k: (space[k][0] if len(space.get(k, ())) == 1 else START[k]) for k in KNOBS}

@@ -150,19 +150,19 @@ def ask_again(
     A second request that would be the first one again (the first was already asked under
     ``prompt``) is not sent, as :func:`contextwright.ask` does not send it: its reply is the first.
     """
-    todo: list[tuple[int, Request]] = []
+    second_asks: list[tuple[int, Request]] = []
     for k, answer in enumerate(answers):
         if should_reask(requests[k], answer):
             second = reask_request(requests[k], prompt)
             if second.messages != requests[k].messages:
-                todo.append((k, second))
-    if not todo:
+                second_asks.append((k, second))
+    if not second_asks:
         return tuple(answers), []
-    replies = reader.ask_many([r.messages for _, r in todo], progress=progress)
+    replies = reader.ask_many([r.messages for _, r in second_asks], progress=progress)
     out = list(answers)
-    for (k, req), got in zip(todo, replies, strict=True):
+    for (k, req), got in zip(second_asks, replies, strict=True):
         out[k] = reasked(answers[k], answer_of(req, got, tokenizer))
-    return tuple(out), [(req, got) for (_, req), got in zip(todo, replies, strict=True)]
+    return tuple(out), [(req, got) for (_, req), got in zip(second_asks, replies, strict=True)]
 
 
 def oracle_request(query: EvalQuery, *, system: str) -> Request | None:

@@ -372,7 +372,7 @@ def _check_reask(reask_bare: str | None) -> None:
     from contextwright.render.messages import check_prompt
 
     if reask_bare is not None:
-        check_prompt(reask_bare)
+        check_prompt(reask_bare, "reask_bare")
 
 
 def _first_answer(

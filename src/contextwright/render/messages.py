@@ -109,20 +109,22 @@ PROMPTS: dict[str, str] = {k: v.format(**_examples("[{n}]")) for k, v in _CITED.
 PROMPT_NAMES: tuple[str, ...] = tuple(_CITED)
 
 
-def check_prompt(value: Any) -> str:
-    """A config's ``prompt``: a prompt name (``default``, ``strict``, ``soft``, ``light``) or a literal prompt.
+def check_prompt(value: Any, field: str = "prompt") -> str:
+    """A prompt: a name (``default``, ``strict``, ``soft``, ``light``) or a literal prompt.
 
     A single word that names no prompt is refused (a typo would otherwise be sent as the prompt).
+    ``field`` names where it was given (a config's ``prompt``, ``--reask-bare``, the service's
+    ``system``): the one message every caller shows.
 
     Raises:
-        ConfigError: naming the value and the names, with loc ``("prompt",)``.
+        ConfigError: naming ``field``, the value and the names, with loc ``(field,)``.
     """
     if isinstance(value, str) and (value in _CITED or len(value.split()) > 1):
         return value
     hint = did_you_mean(value, PROMPT_NAMES) if isinstance(value, str) else ""
     raise ConfigError(
-        f"prompt must be a prompt name ({', '.join(PROMPT_NAMES)}) or the text of a prompt; got {value!r}.{hint}",
-        loc=("prompt",),
+        f"{field} must be a prompt name ({', '.join(PROMPT_NAMES)}) or the text of a prompt; got {value!r}.{hint}",
+        loc=(field,),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from contextwright.core.errors import ContextwrightError, did_you_mean
+from contextwright.core.errors import ContextwrightError
 from contextwright.service.problems import Failure
 
 if TYPE_CHECKING:
@@ -17,22 +17,16 @@ __all__ = ["chat_messages", "check_prompts"]
 def check_prompts(req: Any) -> None:
     """``system`` and ``reask_bare`` are prompt names or prompt texts: a single word that names no
     prompt (``"lite"``) is a typo, refused with 422 ``invalid-prompt`` before it is sent or counted."""
-    from contextwright.render.messages import PROMPT_NAMES, check_prompt
+    from contextwright.render.messages import check_prompt
 
     for field in ("system", "reask_bare"):
         value = getattr(req, field)
-        if value is None:
+        if value is None:  # null: no system message / no re-ask
             continue
         try:
-            check_prompt(value)
-        except ContextwrightError:
-            raise Failure(
-                422,
-                "invalid-prompt",
-                f"{field} must be a prompt name ({', '.join(PROMPT_NAMES)}), the text of a prompt, or null; "
-                f"got {value!r}.{did_you_mean(value, PROMPT_NAMES)}",
-                ["body", field],
-            ) from None
+            check_prompt(value, field)
+        except ContextwrightError as exc:
+            raise Failure(422, "invalid-prompt", str(exc), ["body", field]) from None
 
 
 def chat_messages(ctx: AssembledContext, system: str | None, reask_bare: str | None) -> dict[str, Any]:
