@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("httpx")
 
+from contextwright import Assembler
 from contextwright.eval import load_queries
 from contextwright.eval.fit import fit_profile
 from contextwright.eval.fit_report import write_profile
@@ -84,6 +85,7 @@ def test_a_fit_that_reasks_judges_labelled_framing_on_the_second_reply(
     # first replies: lean's "[1]" answers nothing and minimal's names no label; neither is re-asked
     assert c0.accuracy == 0.0 and c0.reask_share == 0.0 and c0.bare_share > 0
     assert first.meta["reask_bare"] is None and "reask_bare" not in first.profile()["fit"]
+    assert "reask" not in first.profile()  # ask keeps its own default (light) for such a profile
     assert any("--reask-bare light" in s for s in first.cautions)
 
     again = _fit(server, dev16, cache, "light")
@@ -106,6 +108,11 @@ def test_a_fit_that_reasks_judges_labelled_framing_on_the_second_reply(
     assert profile["fit"]["reask_bare"] == "light" and profile["fit"]["reasked"] == again.meta["reasked"]
     assert profile["fit"]["confirm"][0]["reask_share"] == pytest.approx(c.reask_share)
     assert profile["format"] == "lean"
+    # the profile keeps the re-ask prompt its replies were scored with, and ask sends it
+    assert profile["reask"] == "light"
+    written = Assembler(str(tmp_path / "p.toml"), budget=250)
+    assert written.pipeline.reask == "light"
+    assert written.assemble(dev16[0].question, dev16[0].chunks).reask == "light"
 
 
 def test_a_reask_under_the_first_requests_own_prompt_is_not_sent(
@@ -181,3 +188,14 @@ def test_the_verdict_says_when_no_held_out_reply_needed_asking_again() -> None:
     assert "(a bare citation asked again under light: none of its held-out replies was one)" in none.verdict
     some = FitResult(START, candidate_config(START), (), (confirmed(0.07),), meta)
     assert "(a bare citation asked again under light: up to 7.0 % of its held-out replies)" in some.verdict
+
+
+def test_fit_reask_auto_is_light(
+    serve: Callable[[Script], ChatServer], dev16: list[Any], tmp_path: Path
+) -> None:
+    """``auto`` names the re-ask ``ask`` sends for a config without ``reask``: ``light``; the
+    profile records the prompt itself, not ``auto``."""
+    server = serve(pointer(dev16))
+    auto = _fit(server, dev16, tmp_path / "c.sqlite", "auto")
+    assert auto.meta["reask_bare"] == "light" and auto.profile()["reask"] == "light"
+    assert auto.meta["reasked"] > 0

@@ -242,3 +242,34 @@ def test_a_bare_citation_of_a_sources_label_is_asked_again_too(
         )
     (a,) = res.answers
     assert a.reasked and a.first_answer == "[SOURCE 1]" and a.answer == "Paris [SOURCE 1]" and a.correct
+
+
+def test_reask_auto_asks_each_profile_again_with_its_own_reask(
+    serve: Callable[[Script], ChatServer], tmp_path: Path
+) -> None:
+    """``--reask-bare auto``: a config's ``reask`` is what its bare citations are asked again with
+    (``false``: never), and a config without one is asked again under ``light``, as ``ask`` does."""
+    server = serve(pointing_model)
+    (tmp_path / "never.toml").write_text('preset = "qa"\nname = "never"\nreask = false\n')
+    (tmp_path / "strict.toml").write_text('preset = "qa"\nname = "strict"\nreask = "strict"\n')
+    with Reader(server.base_url, model="m", cache=tmp_path / "c.sqlite") as reader:
+        res = evaluate_reader(
+            _queries(),
+            ["qa", str(tmp_path / "never.toml"), str(tmp_path / "strict.toml")],
+            [200],
+            reader=reader,
+            closed_book=False,
+            oracle=False,
+            reask_bare="auto",
+        )
+    by = {(a.query_id, a.strategy): a for a in res.answers}
+    assert [by[(q, "qa")].reasked for q in ("q1", "q2", "q3")] == [True, True, False]
+    assert not any(by[(q, "never")].reasked for q in ("q1", "q2", "q3"))
+    assert [by[(q, "strict")].reasked for q in ("q1", "q2", "q3")] == [True, True, False]
+    assert by[("q1", "qa")].correct and by[("q1", "strict")].bare  # strict draws "[n]" again here
+    numbered = get_format("numbered")
+    # the three configs send the same first requests (one each, through the cache), then the re-asks
+    assert len(server.asked()) == 3 + 4
+    seconds = [b["messages"][0]["content"] for b in server.asked()[3:]]
+    assert sorted(seconds) == sorted([system_of("light", numbered)] * 2 + [system_of("strict", numbered)] * 2)
+    assert res.meta["reasked"] == 4

@@ -4,6 +4,7 @@ after a bare citation, so a client in any language can do what :func:`contextwri
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,8 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 import contextwright
+from contextwright.render.format import get_format
+from contextwright.render.messages import system_prompt
 from contextwright.service import ServiceConfig, create_app
 
 from ..eval.test_reader import ChatServer, reply
@@ -106,3 +109,33 @@ def test_a_client_reasks_a_bare_citation_as_contextwright_ask_does(client: TestC
         assert server.asked()[-2:] == server.asked()[:2]  # the same two requests, in the same order
     finally:
         server.close()
+
+
+def test_a_profiles_reask_is_the_reask_chat_unless_the_request_names_one(tmp_path: Path) -> None:
+    """A profile fitted with ``fit --reask-bare`` keeps its re-ask prompt (``reask``): ``reask_bare``
+    left out (``auto``) sends it, ``false`` there sends none, and a prompt the request names wins."""
+    from contextwright.assembly.presets import _PRESETS
+
+    stages = '[[stages]]\ntype = "token_budget"\npolicy = "fill"\n'
+    (tmp_path / "strict.toml").write_text(f'format = "lean"\nreask = "strict"\n\n{stages}')
+    (tmp_path / "never.toml").write_text(f'format = "lean"\nreask = false\n\n{stages}')
+    profiles = {"strict": str(tmp_path / "strict.toml"), "never": str(tmp_path / "never.toml")}
+    before = set(_PRESETS)
+    try:
+        with TestClient(create_app(ServiceConfig(budget=400, profiles=profiles))) as c:
+            got = _assemble(c, messages=True, preset="strict")
+            ctx = contextwright.assemble(QUERY, CHUNKS, budget=400, preset=str(tmp_path / "strict.toml"))
+            assert got["messages"] == ctx.messages() and got["text"] == ctx.text
+            assert got["reask_messages"] == ctx.messages(system="strict")
+            auto = _assemble(c, messages=True, preset="strict", reask_bare="auto")
+            assert (auto["messages"], auto["reask_messages"]) == (got["messages"], got["reask_messages"])
+            named = _assemble(c, messages=True, preset="strict", reask_bare="light")
+            assert named["reask_messages"] == ctx.messages(system="light")
+            assert "reask_messages" not in _assemble(c, messages=True, preset="never")
+            assert _assemble(c, messages=True, preset="never", reask_bare="soft")["reask_messages"][0] == {
+                "role": "system",
+                "content": system_prompt("soft", format=get_format("lean")),
+            }
+    finally:
+        for name in set(_PRESETS) - before:
+            del _PRESETS[name]

@@ -216,6 +216,9 @@ class Pipeline:
         prompt: The grounded prompt this pipeline was fitted with (a name or the text; a
             config's ``prompt``): it stands in for ``default`` when the context's messages are
             built. ``None``: the shipped default prompt.
+        reask: The prompt :func:`contextwright.ask` asks again with after a bare citation (a
+            config's ``reask``, what ``fit --reask-bare`` measured), ``False`` for never;
+            ``None``: ``light``. It stands in for ``reask_bare="auto"``.
     """
 
     stages: tuple[Any, ...]
@@ -223,6 +226,7 @@ class Pipeline:
     verify: Literal["auto", "always"] = "auto"
     name: str = "custom"
     prompt: str | None = None
+    reask: str | bool | None = None
     # Rendered bodies by chunk text, kept across calls (escaping is a pure
     # function of the text and the format), in this pipeline's view of the shared caches.
     # init=False: dataclasses.replace() (a new format, new stages) starts with
@@ -460,6 +464,7 @@ class Pipeline:
             tokenizer=tokenizer.name,
             format=self.format,
             prompt=self.prompt,
+            reask=self.reask,
         )
 
     def plan(

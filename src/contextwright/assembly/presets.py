@@ -24,7 +24,7 @@ from typing import Any
 from contextwright.assembly.pipeline import Pipeline
 from contextwright.core.errors import ConfigError, did_you_mean, located
 from contextwright.render.format import Format, format_to_dict, get_format
-from contextwright.render.messages import check_prompt
+from contextwright.render.messages import check_prompt, config_reask
 from contextwright.stages.base import get_stage_class, is_order_stage, stage_from_dict, stage_to_dict
 from contextwright.stages.order import order_stage
 
@@ -210,7 +210,11 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 #: ``fit`` is a profile's provenance (what ``contextwright fit`` measured); the pipeline ignores it.
 #: ``prompt`` is the grounded prompt the config was fitted with (a name or the text): it stands in
 #: for ``default`` wherever the context's messages are built (``ctx.messages()``, the service, eval).
-CONFIG_KEYS = frozenset({"preset", "stages", "format", "verify", "name", "description", "fit", "prompt"})
+#: ``reask`` is the prompt to ask again with after a bare citation (``false``: never): it stands in for
+#: ``reask_bare="auto"`` (``contextwright.ask``, the service's ``reask_messages``, ``eval --reask-bare auto``).
+CONFIG_KEYS = frozenset(
+    {"preset", "stages", "format", "verify", "name", "description", "fit", "prompt", "reask"}
+)
 
 
 def pipeline_from_config(
@@ -272,7 +276,8 @@ def pipeline_from_config(
             fmt = get_format(data.get("format", "xml"))
     verify = data.get("verify", "auto")
     prompt = check_prompt(data["prompt"]) if data.get("prompt") is not None else None
-    return Pipeline(tuple(stages), fmt, verify=verify, name=name, prompt=prompt)
+    reask = config_reask(data.get("reask"))
+    return Pipeline(tuple(stages), fmt, verify=verify, name=name, prompt=prompt, reask=reask)
 
 
 def with_overrides(
@@ -320,4 +325,6 @@ def pipeline_to_config(pipeline: Pipeline) -> dict[str, Any]:
     }
     if pipeline.prompt is not None:
         out["prompt"] = pipeline.prompt
+    if pipeline.reask is not None:
+        out["reask"] = pipeline.reask
     return out

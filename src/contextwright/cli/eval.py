@@ -262,9 +262,9 @@ def eval_cmd(
         typer.Option(
             "--reask-bare",
             help="With --reader: ask a question once more under this prompt (a name such as light, or "
-            "the text of a prompt) when the first reply is a bare citation of its labelled context "
-            "('[1]' and no answer), as an application would; the second reply is scored, and the "
-            "reask% column counts them.",
+            "the text of a prompt; auto: a profile's reask, else light) when the first reply is a bare "
+            "citation of its labelled context ('[1]' and no answer), as an application would; the "
+            "second reply is scored, and the reask% column counts them.",
         ),
     ] = None,
 ) -> None:
@@ -359,12 +359,12 @@ def check_reask(reask_bare: str | None, reader: str | None) -> None:
     if reask_bare is None:
         return
     from contextwright.core.errors import ContextwrightError
-    from contextwright.render.messages import check_prompt
+    from contextwright.render.messages import check_reask
 
     if reader is None:
         fail("--reask-bare asks the reader again: pass --reader URL --reader-model NAME.")
     try:
-        check_prompt(reask_bare, "--reask-bare")
+        check_reask(reask_bare, "--reask-bare")
     except ContextwrightError as exc:
         fail(f"{exc} Use e.g. --reask-bare light.")
 

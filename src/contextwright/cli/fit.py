@@ -161,9 +161,10 @@ def fit_cmd(
         typer.Option(
             "--reask-bare",
             help="Ask a question once more under this prompt (a name such as light, or the text of a "
-            "prompt) when the first reply is a bare citation of its labelled context ('[1]' and no "
-            "answer), in the race and the confirmation, and score the second reply: what "
-            "contextwright.ask does at run time. Fit with it when you deploy with ask.",
+            "prompt; auto: light) when the first reply is a bare citation of its labelled context ('[1]' "
+            "and no answer), in the race and the confirmation, and score the second reply: what "
+            "contextwright.ask does at run time. The profile's reask key keeps the prompt, so ask "
+            "re-asks as fitted. Fit with it when you deploy with ask.",
         ),
     ] = None,
     fail_if: Annotated[

@@ -71,7 +71,7 @@ from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
 from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
-from contextwright.render.messages import check_prompt
+from contextwright.render.messages import check_reask, reask_prompt
 from contextwright.stages.dedup import normalize_text
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
@@ -155,6 +155,8 @@ class FitResult:
         """The profile: the pipeline config plus a ``fit`` table of provenance and confirmed figures."""
         out = dict(self.config)
         out["description"] = f"Fitted to {self.meta['model']} by contextwright fit: {self.verdict}"
+        if self.meta.get("reask_bare") is not None:  # ask re-asks as the replies were scored
+            out["reask"] = self.meta["reask_bare"]
         said = self.cautions
         out["fit"] = {
             **{k: v for k, v in self.meta.items() if v is not None},
@@ -286,9 +288,9 @@ def fit_profile(
             saw none of them and let through settings that lost 4–7 points there (docs/fit.md).
         reask_bare: A prompt (name or text): a reply that is a bare citation of a labelled context
             (``[1]`` and no answer) is asked once more under it, in the race and the confirmation,
-            and the second reply is scored: the policy :func:`contextwright.ask` follows at run time
-            (its default: ``light``). Fit with it when you deploy with ``ask``, so framings with
-            ``[n]`` labels are judged on the answers your application would show. ``None``
+            and the second reply is scored: the policy :func:`contextwright.ask` follows (``auto``:
+            ``light``). The profile's ``reask`` keeps it, so ``ask`` re-asks as fitted and framings
+            with ``[n]`` labels are judged on the answers your application shows. ``None``
             (default): the first reply is scored. Each re-ask is one more request (``meta["reasked"]``).
 
     Raises:
@@ -309,7 +311,7 @@ def fit_profile(
             loc=("expand",),
         )
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)
-    again = None if reask_bare is None else check_prompt(reask_bare, "reask_bare")
+    again = reask_prompt(check_reask(reask_bare), None)  # auto: light (a candidate has no reask)
     asker = Asker(
         reader, tuple(dict.fromkeys(budgets)), tok, dict(resources or {}), progress, reask_bare=again
     )

@@ -21,7 +21,7 @@ from contextwright.eval.reader_client import (
 from contextwright.eval.reader_results import ReaderAnswer, score_reply
 from contextwright.eval.strategies import Strategy
 from contextwright.render.cite import bare_citation, reask_wanted
-from contextwright.render.messages import Message, build_messages, config_prompt
+from contextwright.render.messages import Message, build_messages, config_prompt, reask_prompt
 from contextwright.tokens import CachedTokenizer, Tokenizer
 
 
@@ -36,6 +36,8 @@ class Request:
     error: str | None = None
     #: The context's format (``"plain"`` for a baseline's text): what a re-ask fits its prompt to.
     format: Any = None
+    #: The context's config ``reask`` (a profile's): what a re-ask under ``auto`` sends.
+    reask: str | bool | None = None
 
 
 def plain_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -91,7 +93,9 @@ def strategy_request(
         messages = plain_messages(ctx.messages(query.question, system=system))
         # Citations are scored only where the context shows `[n]` labels (not `minimal`'s bare blocks).
         numbered = bool(ctx.citations) and ctx.format is not None and ctx.format.citation_style() == "[{n}]"
-        return Request(query, strategy.name, budget, messages, out.blocks, numbered, format=ctx.format)
+        return Request(
+            query, strategy.name, budget, messages, out.blocks, numbered, format=ctx.format, reask=ctx.reask
+        )
     messages = plain_messages(build_messages(out.text, query.question, system=system))
     return Request(query, strategy.name, budget, messages, out.blocks, False, format="plain")
 
@@ -144,16 +148,18 @@ def ask_again(
     progress: Progress | None = None,
 ) -> tuple[tuple[ReaderAnswer, ...], list[tuple[Request, Any]]]:
     """``answers`` with each bare citation of a labelled context (:func:`should_reask`) asked once
-    more under ``prompt``, and the ``(request, reply)`` pairs of those second requests (through the
-    reader's cache). ``eval --reask-bare`` and ``fit --reask-bare`` both go through it.
+    more under ``prompt`` (``auto``: each context's config ``reask``, else ``light``, as
+    :func:`contextwright.ask`), and the ``(request, reply)`` pairs of those second requests (through
+    the reader's cache). ``eval --reask-bare`` and ``fit --reask-bare`` both go through it.
 
     A second request that would be the first one again (the first was already asked under
     ``prompt``) is not sent, as :func:`contextwright.ask` does not send it: its reply is the first.
     """
     second_asks: list[tuple[int, Request]] = []
     for k, answer in enumerate(answers):
-        if should_reask(requests[k], answer):
-            second = reask_request(requests[k], prompt)
+        again = reask_prompt(prompt, requests[k].reask)
+        if again is not None and should_reask(requests[k], answer):
+            second = reask_request(requests[k], again)
             if second.messages != requests[k].messages:
                 second_asks.append((k, second))
     if not second_asks:

@@ -29,7 +29,7 @@ from contextwright.eval.reader_results import (
 )
 from contextwright.eval.strategies import Strategy, build_strategy
 from contextwright.eval.sweep import sweep_requests, sweep_result
-from contextwright.render.messages import check_prompt
+from contextwright.render.messages import check_reask
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
 
 
@@ -63,7 +63,9 @@ def evaluate_reader(
         reask_bare: A prompt (name or text) under which a question is asked once more when the
             first reply is a bare citation of its labelled context (``[1]``, no answer), as an
             application would on :attr:`~contextwright.render.cite.CitationResolution.bare`; the
-            second reply is the one scored (:attr:`ReaderAnswer.reasked`). None: never re-ask.
+            second reply is the one scored (:attr:`ReaderAnswer.reasked`). ``auto``: each config's
+            ``reask`` (``false`` there: never), else ``light``, as :func:`contextwright.ask`.
+            None: never re-ask.
 
     Raises:
         LLMError: when the endpoint is unreachable or rejects the key (checked before the first query).
@@ -71,8 +73,7 @@ def evaluate_reader(
     """
     if not budgets or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in budgets):
         raise ConfigError(f"budgets must be positive integers; got {list(budgets)!r}. Example: 500,1000.")
-    if reask_bare is not None:
-        reask_bare = check_prompt(reask_bare)
+    reask_bare = check_reask(reask_bare)
     built = [build_strategy(s) for s in strategies]
     res = dict(resources or {})
     tok = CachedTokenizer(get_tokenizer(tokenizer).base)

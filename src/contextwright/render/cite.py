@@ -302,7 +302,7 @@ def ask(
     query: str | None = None,
     *,
     system: str | None = "default",
-    reask_bare: str | None = "light",
+    reask_bare: str | None = "auto",
     **options: Any,
 ) -> Answer:
     """Ask ``llm`` the question over ``ctx``, and once more when it answers with a bare citation.
@@ -310,8 +310,8 @@ def ask(
     A small instruct model sometimes replies ``[1]`` and nothing else: it points at a source
     instead of answering. When the reply is such a citation of this context
     (:attr:`CitationResolution.bare`), the same question and context are sent again under the
-    prompt ``reask_bare`` (``light``: the answer first, then its sources), and that reply is the
-    answer. Measured in docs/fit.md ("Asking again after a bare citation"): on Qwen2.5-Coder-0.5B
+    prompt ``reask_bare`` (by default ``light``: the answer first, then its sources), and that
+    reply is the answer. Measured in docs/fit.md ("Asking again after a bare citation"): on Qwen2.5-Coder-0.5B
     it ends the bare replies; SmolLM2-135M gives almost none (2 of 640 replies), so it almost never
     fires there. A context without citation labels (``minimal``) is not asked again
     (:func:`reask_wanted`, the rule ``eval --reask-bare`` uses too).
@@ -323,7 +323,9 @@ def ask(
         query: The question; defaults to the query assembled for.
         system: The prompt of the first request (as :meth:`AssembledContext.messages`).
         reask_bare: The prompt of the second request (a name or a text); ``None``: never ask
-            again. Not sent when it is the first request's prompt (the same request).
+            again. ``auto`` (default): the config's ``reask`` (a profile fitted with ``fit
+            --reask-bare``; ``false`` there: never), else ``light``. Not sent when it is the first
+            request's prompt (the same request).
         **options: Passed to :meth:`AssembledContext.messages` for both requests (``history``,
             ``context_in``, ...).
 
@@ -334,7 +336,7 @@ def ask(
         >>> got = ask(ctx, my_llm)
         >>> got.text, [c.source for c in got.citations.cited], got.reasked
     """
-    _check_reask(reask_bare)  # before the first request, not only once a reply is bare
+    reask_bare = _reask_of(ctx, reask_bare)  # checked before the first request, not once a reply is bare
     first = _reply_text(llm(ctx.messages(query, system=system, **options)))
     answer = _first_answer(ctx, first, system, reask_bare)
     if answer is not None:  # not a bare citation, or not to be asked again
@@ -349,7 +351,7 @@ async def aask(
     query: str | None = None,
     *,
     system: str | None = "default",
-    reask_bare: str | None = "light",
+    reask_bare: str | None = "auto",
     **options: Any,
 ) -> Answer:
     """:func:`ask` with an async ``llm`` (e.g. ``AsyncOpenAI``): awaited once, and once more after a
@@ -358,7 +360,7 @@ async def aask(
     Example:
         >>> got = await aask(ctx, my_async_llm)
     """
-    _check_reask(reask_bare)
+    reask_bare = _reask_of(ctx, reask_bare)
     first = _reply_text(await llm(ctx.messages(query, system=system, **options)))
     answer = _first_answer(ctx, first, system, reask_bare)
     if answer is not None:  # not a bare citation, or not to be asked again
@@ -367,12 +369,12 @@ async def aask(
     return Answer(again, resolve_citations(again, ctx), reasked=True, first=first)
 
 
-def _check_reask(reask_bare: str | None) -> None:
-    """A re-ask prompt is a prompt name or text (a one-word typo is refused, as a config's ``prompt``)."""
-    from contextwright.render.messages import check_prompt
+def _reask_of(ctx: AssembledContext, reask_bare: str | None) -> str | None:
+    """The re-ask prompt ``ask`` sends: ``reask_bare`` checked (a one-word typo is refused, as a
+    config's ``prompt``), ``auto`` resolved against the context's config (``ctx.reask``)."""
+    from contextwright.render.messages import check_reask, reask_prompt
 
-    if reask_bare is not None:
-        check_prompt(reask_bare, "reask_bare")
+    return reask_prompt(check_reask(reask_bare), ctx.reask)
 
 
 def _first_answer(

@@ -103,6 +103,9 @@ class AssembledContext:
     format: Any = field(default=None, compare=False, repr=False)
     #: The config's grounded prompt (a profile's ``prompt``): :meth:`messages` sends it for ``default``.
     prompt: str | None = field(default=None, compare=False, repr=False)
+    #: The config's re-ask prompt (a profile's ``reask``; ``False``: never): :func:`contextwright.ask`
+    #: asks again with it for ``reask_bare="auto"``.
+    reask: str | bool | None = field(default=None, compare=False, repr=False)
 
     def messages(
         self,

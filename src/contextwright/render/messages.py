@@ -15,9 +15,14 @@ __all__ = [
     "ROLES",
     "Message",
     "build_messages",
+    "REASK_AUTO",
+    "REASK_DEFAULT",
     "check_prompt",
+    "check_reask",
     "check_role",
     "config_prompt",
+    "config_reask",
+    "reask_prompt",
     "system_prompt",
 ]
 
@@ -132,6 +137,46 @@ def config_prompt(system: str | None, prompt: str | None) -> str | None:
     """The prompt to send: a config's ``prompt`` stands in for the name ``default``; any other
     ``system`` (another name, a literal prompt, ``None`` for none) is the caller's choice and wins."""
     return prompt if system == "default" and prompt else system
+
+
+#: The re-ask prompt a caller leaves to the context: its config's ``reask`` (a profile fitted with
+#: ``fit --reask-bare``), else :data:`REASK_DEFAULT`.
+REASK_AUTO = "auto"
+#: The re-ask prompt when no config names one: the answer first, then its sources.
+REASK_DEFAULT = "light"
+
+
+def check_reask(value: Any, field: str = "reask_bare") -> str | None:
+    """A re-ask prompt as a caller gives it: ``auto``, a prompt name or text (:func:`check_prompt`),
+    or ``None`` (never ask again)."""
+    return value if value is None or value == REASK_AUTO else check_prompt(value, field)
+
+
+def config_reask(value: Any) -> str | bool | None:
+    """A config's ``reask`` key: a prompt name or text, ``false`` (never ask again), or absent.
+
+    Raises:
+        ConfigError: ``true`` or ``auto`` (name the prompt), or a one-word typo, with loc ``("reask",)``.
+    """
+    if value is None or value is False:
+        return value
+    if value is True or value == REASK_AUTO:
+        raise ConfigError(
+            f"reask must name the prompt to ask again with after a bare citation ({', '.join(PROMPT_NAMES)}, "
+            f'or its text), or be false for never; got {value!r}. Use e.g. reask = "{REASK_DEFAULT}".',
+            loc=("reask",),
+        )
+    return check_prompt(value, "reask")
+
+
+def reask_prompt(reask_bare: str | None, configured: str | bool | None) -> str | None:
+    """The prompt to ask again with: ``auto`` is the config's ``reask`` (``false``: none), else
+    :data:`REASK_DEFAULT`; any other ``reask_bare`` (a name, a text, ``None`` for never) wins."""
+    if reask_bare != REASK_AUTO:
+        return reask_bare
+    if configured is False:
+        return None
+    return configured if isinstance(configured, str) else REASK_DEFAULT
 
 
 def system_prompt(name_or_text: str, *, format: Any = None) -> str:

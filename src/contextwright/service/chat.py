@@ -17,25 +17,28 @@ __all__ = ["chat_messages", "check_prompts"]
 def check_prompts(req: Any) -> None:
     """``system`` and ``reask_bare`` are prompt names or prompt texts: a single word that names no
     prompt (``"lite"``) is a typo, refused with 422 ``invalid-prompt`` before it is sent or counted."""
-    from contextwright.render.messages import check_prompt
+    from contextwright.render.messages import check_prompt, check_reask
 
     for field in ("system", "reask_bare"):
         value = getattr(req, field)
         if value is None:  # null: no system message / no re-ask
             continue
         try:
-            check_prompt(value, field)
+            check_reask(value, field) if field == "reask_bare" else check_prompt(value, field)
         except ContextwrightError as exc:
             raise Failure(422, "invalid-prompt", str(exc), ["body", field]) from None
 
 
 def chat_messages(ctx: AssembledContext, system: str | None, reask_bare: str | None) -> dict[str, Any]:
     """``messages``: the chat under ``system`` (``ctx.messages``: the prompt, the kept history, the
-    tools, the context and the query); ``reask_messages``: the same under ``reask_bare``, where a
-    bare citation would be asked again (:func:`~contextwright.render.cite.labels_shown`: the context
-    shows citation labels), and only when it differs from ``messages``."""
+    tools, the context and the query); ``reask_messages``: the same under ``reask_bare`` (``auto``:
+    the profile's ``reask``, else ``light``), where a bare citation would be asked again
+    (:func:`~contextwright.render.cite.labels_shown`: the context shows citation labels), and only
+    when it differs from ``messages``."""
     from contextwright.render.cite import labels_shown
+    from contextwright.render.messages import reask_prompt
 
+    reask_bare = reask_prompt(reask_bare, ctx.reask)
     first = ctx.messages(system=system)
     out: dict[str, Any] = {"messages": first}
     if reask_bare is not None and ctx.citations and labels_shown(ctx.format):

@@ -570,12 +570,13 @@ def chat_fields(cfg: ServiceConfig) -> dict[str, Any]:
         "reask_bare": (
             str | None,
             Field(
-                "light",
+                "auto",
                 max_length=cfg.max_text_chars,
                 description="With messages, for a context that shows citation labels: reask_messages is the "
                 "same chat under this prompt (a name or a text), to send once more when the reply is a bare "
                 "citation ('[1]' and no answer: /v1/citations/resolve says bare), as contextwright.ask "
-                "does. null: none.",
+                "does. auto: the profile's reask (a profile fitted with fit --reask-bare; false there: "
+                "none), else light. null: none.",
             ),
         ),
     }
