@@ -33,7 +33,7 @@ from contextwright.core.errors import (
 from contextwright.core.version import __version__
 from contextwright.model.chunk import Chunk
 from contextwright.model.report import Change, Drop, Report, StageReport, StageResult
-from contextwright.render.cite import Answer, CitationResolution, aask, ask, resolve_citations
+from contextwright.render.cite import Answer, CitationResolution, aask, ask, chat_messages, resolve_citations
 from contextwright.render.context import AssembledContext, Citation
 from contextwright.render.format import get_format
 from contextwright.render.messages import PROMPTS
@@ -74,6 +74,7 @@ __all__ = [
     "aassemble",
     "ask",
     "assemble",
+    "chat_messages",
     "clear_caches",
     "get_format",
     "get_model",

@@ -25,6 +25,7 @@ __all__ = [
     "ask",
     "bare_citation",
     "build_citations",
+    "chat_messages",
     "labels_shown",
     "reask_wanted",
     "resolve_citations",
@@ -390,6 +391,34 @@ def _first_answer(
     if reask_bare is None or same or not reask_wanted(first, ctx.format, len(ctx.citations)):
         return Answer(first, cited)
     return None
+
+
+def chat_messages(
+    ctx: AssembledContext, system: str | None = "default", reask_bare: str | None = "auto"
+) -> dict[str, Any]:
+    """The chat :func:`ask` sends, as data, for a caller that sends it itself (the service's
+    ``messages: true``, ``contextwright assemble --messages``).
+
+    ``messages``: the chat under ``system`` (:meth:`AssembledContext.messages`: the prompt, the kept
+    history, the tools, the context and the query). ``reask_messages``: the same under
+    ``reask_bare`` (``auto``: the config's ``reask``, else ``light``), to send once when the reply
+    to ``messages`` is a bare citation (:attr:`CitationResolution.bare`); present only where ``ask``
+    would ask again: the context shows citation labels and the re-ask differs from ``messages``.
+
+    Example:
+        >>> chat = chat_messages(ctx)
+        >>> reply = llm(chat["messages"])
+        >>> if resolve_citations(reply, ctx).bare and "reask_messages" in chat:
+        ...     reply = llm(chat["reask_messages"])
+    """
+    again = _reask_of(ctx, reask_bare)
+    first = ctx.messages(system=system)
+    out: dict[str, Any] = {"messages": first}
+    if again is not None and ctx.citations and labels_shown(ctx.format):
+        second = ctx.messages(system=again)
+        if second != first:
+            out["reask_messages"] = second
+    return out
 
 
 def reask_wanted(answer: str, format: Format | None, blocks: int) -> bool:

@@ -19,8 +19,9 @@ from contextwright.core.errors import (
     MissingDependencyError,
     StoreError,
 )
+from contextwright.render.cite import chat_messages
 from contextwright.service.assemblers import Assemblers
-from contextwright.service.chat import chat_messages, check_prompts
+from contextwright.service.chat import check_prompts
 from contextwright.service.lifecycle import Lifecycle
 from contextwright.service.metrics import Metrics
 from contextwright.service.problems import VALID_KEYS, Failure, Loc, dotted_loc, input_error_loc, responses
