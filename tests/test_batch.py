@@ -161,6 +161,42 @@ def test_parquet_round_trip_matches_jsonl(parquet_file: Path, local_out: Path, t
     assert back == _records(local_out)
 
 
+def test_rows_carry_the_chat_to_send_when_asked(
+    queries_file: Path, dev_queries: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """``messages``: each row also holds the chat :func:`contextwright.chat_messages` gives (for a
+    batch LLM API), in JSONL and in Parquet (JSON strings, like ``citations``), from the CLI too."""
+    import pyarrow.parquet as pq
+
+    import contextwright
+
+    out, pq_out = tmp_path / "chat.jsonl", tmp_path / "chat.parquet"
+    run_batch(queries_file, out, workers=1, budget=500, messages=("default", "auto"))
+    rows = _records(out)
+    assembler = contextwright.Assembler("qa", budget=500)
+    for row, q in zip(rows, dev_queries[:12], strict=True):
+        ctx = assembler.assemble(q["question"], q["chunks"])
+        assert row["text"] == ctx.text
+        assert {k: row[k] for k in ("messages", "reask_messages")} == contextwright.chat_messages(ctx)
+    run_batch(queries_file, pq_out, workers=1, budget=500, messages=("default", "auto"))
+    table = pq.read_table(pq_out).to_pylist()
+    assert [json.loads(r["messages"]) for r in table] == [r["messages"] for r in rows]
+    assert [json.loads(r["reask_messages"]) for r in table] == [r["reask_messages"] for r in rows]
+    cli = tmp_path / "cli.jsonl"
+    args = ["batch", str(queries_file), str(cli), "--workers", "1", "--budget", "500", "--messages"]
+    result = runner.invoke(app, [*args, "--system", "strict", "--reask-bare", "none"])
+    assert result.exit_code == 0, result.output
+    strict = _records(cli)
+    assert all("reask_messages" not in r for r in strict)
+    assert strict[0]["messages"] == assembler.assemble(
+        dev_queries[0]["question"], dev_queries[0]["chunks"]
+    ).messages(system="strict")
+    bad = runner.invoke(
+        app, ["batch", str(queries_file), str(cli), "--budget", "500", "--reask-bare", "light"]
+    )
+    assert bad.exit_code == 2 and "add --messages" in bad.output
+
+
 def test_cli_batch_writes_output_and_errors(queries_file: Path, local_out: Path, tmp_path: Path) -> None:
     out = tmp_path / "cli.jsonl.gz"
     result = runner.invoke(app, ["batch", str(queries_file), str(out), "--workers", "1", "--budget", "500"])
@@ -241,6 +277,11 @@ def test_ray_reads_parquet_from_a_uri_into_one_ordered_file(
     run_batch(parquet_file, local_pq, workers=1, budget=500)
     stats = run_batch(f"file://{parquet_file}", ray_pq, engine="ray", workers=1, budget=500, batch_size=2)
     assert (stats.rows, stats.errors) == (12, 1)
+    assert pq.read_table(ray_pq).to_pylist() == pq.read_table(local_pq).to_pylist()
+    chat = {"workers": 1, "budget": 500, "messages": ("default", "auto")}
+    run_batch(parquet_file, local_pq, **chat)  # type: ignore[arg-type]
+    run_batch(f"file://{parquet_file}", ray_pq, engine="ray", batch_size=2, **chat)  # type: ignore[arg-type]
+    assert pq.read_table(ray_pq).column_names[-2:] == ["messages", "reask_messages"]
     assert pq.read_table(ray_pq).to_pylist() == pq.read_table(local_pq).to_pylist()
     error = _records(Path(str(ray_pq) + ".errors.jsonl"))[0]
     assert (error["id"], error["where"]) == ("bad-1", f"file://{parquet_file}[4]")

@@ -45,27 +45,34 @@ def read_rows(path: str | os.PathLike[str]) -> Iterator[Record]:
     return iter(()) if first is None else itertools.chain([first], records)
 
 
-def out_schema(pa: Any) -> Any:
-    """The Parquet output schema: ``citations`` and ``report`` as JSON strings (their keys vary by row)."""
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("text", pa.string()),
-            ("tokens", pa.int64()),
-            ("citations", pa.string()),
-            ("report", pa.string()),
-        ]
-    )
+#: The chat columns of a batch run with ``messages`` (:class:`BatchSettings`).
+CHAT_COLUMNS = ("messages", "reask_messages")
 
 
-def parquet_row(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+def out_schema(pa: Any, chat: bool = False) -> Any:
+    """The Parquet output schema: ``citations`` and ``report`` as JSON strings (their keys vary by row);
+    with ``chat``, ``messages`` and ``reask_messages`` too (JSON, null where there is no re-ask)."""
+    columns = [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("tokens", pa.int64()),
+        ("citations", pa.string()),
+        ("report", pa.string()),
+    ]
+    return pa.schema(columns + [(c, pa.string()) for c in CHAT_COLUMNS] if chat else columns)
+
+
+def parquet_row(record: Mapping[str, Any], chat: bool = False) -> dict[str, Any]:
+    row = {
         "id": record["id"],
         "text": record["text"],
         "tokens": record["tokens"],
         "citations": json.dumps(record["citations"], ensure_ascii=False),
         "report": json.dumps(record["report"], ensure_ascii=False),
     }
+    for c in CHAT_COLUMNS if chat else ():
+        row[c] = json.dumps(record[c], ensure_ascii=False) if c in record else None
+    return row
 
 
 def json_line(row: BatchRow) -> str:
@@ -104,15 +111,16 @@ class ErrorFile:
 class Writer:
     """Writes output records (JSONL, ``.gz`` too, or Parquet) and error rows (JSONL) from this process."""
 
-    def __init__(self, out: str, errors: str | None, out_format: OutFormat) -> None:
+    def __init__(self, out: str, errors: str | None, out_format: OutFormat, chat: bool = False) -> None:
         self.out = out
+        self.chat = chat  # Parquet: the chat columns too
         self.errors = ErrorFile(errors)
         self.parquet = out_format == "parquet"
         self._buffer: list[dict[str, Any]] = []
         self._pq_writer: Any = None
         if self.parquet:
             pa = _pyarrow()
-            self._schema = out_schema(pa)
+            self._schema = out_schema(pa, chat)
             self._pq_writer = pa.parquet.ParquetWriter(out, self._schema)
             self._file: Any = None
         else:
@@ -124,7 +132,7 @@ class Writer:
             self.errors.write(row.error_dict())
             return
         if self.parquet:
-            self._buffer.append(parquet_row(row.record))
+            self._buffer.append(parquet_row(row.record, self.chat))
             if len(self._buffer) >= 1024:
                 self._flush()
         else:

@@ -116,8 +116,9 @@ class _RayAssemble:
         # synchronous: every count and error row is in before the write finishes
         ray.get(self.collector.add.remote(len(ok), failed))
         if self.mode == "parquet":
+            chat = self.worker.settings.messages is not None
             return pa.Table.from_pylist(
-                [parquet_row(r.record) for r in ok if r.record], schema=out_schema(pa)
+                [parquet_row(r.record, chat) for r in ok if r.record], schema=out_schema(pa, chat)
             )
         return pa.table({"line": pa.array([json_line(r) for r in ok], type=pa.string())})
 

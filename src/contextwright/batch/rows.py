@@ -35,6 +35,9 @@ class BatchSettings:
         timings: Keep per-stage ``ms`` in the report (then output differs run to run).
         options: Further :class:`~contextwright.assembly.assembler.Assembler` keywords
             (``output_tokens``, ``system``, ...).
+        messages: ``(system, reask_bare)``: each row also holds ``messages``, the chat to send the
+            model, and ``reask_messages`` where a bare citation would be asked again
+            (:func:`contextwright.chat_messages`), e.g. for a batch LLM API; None: neither.
     """
 
     preset: str | Mapping[str, Any] = "qa"
@@ -47,6 +50,7 @@ class BatchSettings:
     expand: int | None = None
     timings: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
+    messages: tuple[str | None, str | None] | None = None
 
     def build(self) -> Any:
         """The assembler these settings describe (opens the store, if any)."""
@@ -179,6 +183,10 @@ class RowAssembler:
             "citations": [c.to_dict() for c in ctx.citations],
             "report": report,
         }
+        if self.settings.messages is not None:
+            from contextwright.render.cite import chat_messages
+
+            record.update(chat_messages(ctx, *self.settings.messages))
         return BatchRow(id=item.id, record=record, where=where)
 
     def many(self, rows: Sequence[tuple[str, Any]]) -> list[BatchRow]:

@@ -131,7 +131,8 @@ def run_batch(
                 errors_path=errors_path if failed_rows else None,
             )
         rows = ray_rows(src, s, n, batch_size)
-    done, failed = _write_rows(rows, Writer(dst, errors_path, fmt), batch_size, progress)
+    writer = Writer(dst, errors_path, fmt, chat=s.messages is not None)
+    done, failed = _write_rows(rows, writer, batch_size, progress)
     return BatchStats(
         rows=done - failed,
         errors=failed,

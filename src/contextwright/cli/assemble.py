@@ -15,14 +15,18 @@ from contextwright.cli.base import (
     DbOpt,
     FileArg,
     FormatOpt,
+    MessagesOpt,
     ModelOpt,
     OrderOpt,
     PresetOpt,
     QueryOpt,
+    ReaskOpt,
     StoreOpt,
+    SystemOpt,
     TokenizerOpt,
     app,
     build_assembler,
+    chat_options,
     err,
     fail,
     store_flag,
@@ -109,31 +113,9 @@ def assemble_cmd(
             "(stable order for prompt caching); the report gives stable_prefix_tokens."
         ),
     ] = None,
-    messages: Annotated[
-        bool,
-        typer.Option(
-            "--messages",
-            help="Print the chat to send the model (OpenAI format: the prompt, the history, the "
-            "context, the query) as JSON, and reask_messages: the same under --reask-bare, to send "
-            "once when the reply is a bare citation, as contextwright.ask does. With --json, both "
-            "go into each JSON line.",
-        ),
-    ] = False,
-    system: Annotated[
-        str,
-        typer.Option(
-            help="With --messages: the system prompt (default, strict, soft, light, or a text); "
-            "default is a profile's prompt where it has one."
-        ),
-    ] = "default",
-    reask_bare: Annotated[
-        str,
-        typer.Option(
-            "--reask-bare",
-            help="With --messages: the prompt of reask_messages (a name or a text; auto: a profile's "
-            "reask, else light; none: no reask_messages).",
-        ),
-    ] = "auto",
+    messages: MessagesOpt = False,
+    system: SystemOpt = "default",
+    reask_bare: ReaskOpt = "auto",
 ) -> None:
     """Assemble the context for chunks (or for each query of a query file)."""
     import logging
@@ -146,7 +128,7 @@ def assemble_cmd(
         fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
     if tools is not None and tool_tokens <= 0:
         fail("--tools needs --tool-tokens N: the tokens the tool outputs may use (e.g. 1000).")
-    chat = _chat_options(messages, system, reask_bare)
+    chat = chat_options(messages, system, reask_bare)  # printed as JSON, in the --json line if any
     handler = warnings_once()  # the library's warnings (budget 0, ...) on stderr, once each
     try:
         extra: dict[str, Any] = {}
@@ -217,26 +199,6 @@ def _check_first(item: Any, file: str, query: str | None, assembler: Any) -> Non
         )
     elif not (query or item.query) and not item.id:
         warn_no_query(file, assembler)
-
-
-def _chat_options(messages: bool, system: str, reask_bare: str) -> tuple[str | None, str | None] | None:
-    """``(system, reask_bare)`` for ``--messages`` (``none`` is no prompt / no re-ask), checked
-    before any work; None without ``--messages``. A prompt flag without it is refused."""
-    from contextwright.core.errors import ContextwrightError
-    from contextwright.render.messages import check_prompt, check_reask
-
-    if not messages:
-        if (system, reask_bare) != ("default", "auto"):
-            fail("--system and --reask-bare shape the chat of --messages: add --messages.")
-        return None
-    prompts = (None if system == "none" else system, None if reask_bare == "none" else reask_bare)
-    try:
-        if prompts[0] is not None:
-            check_prompt(prompts[0], "--system")
-        check_reask(prompts[1], "--reask-bare")
-    except ContextwrightError as exc:
-        fail(f"{exc} Use e.g. --reask-bare light, or none.")
-    return prompts
 
 
 def _print_context(

@@ -228,3 +228,49 @@ def build_assembler(
         )
     )
     return Assembler.from_spec(spec, **resources)
+
+
+MessagesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--messages",
+        help="Also give the chat to send the model (OpenAI format: the prompt, the history, the context, "
+        "the query) as messages, and reask_messages: the same under --reask-bare, to send once when the "
+        "reply is a bare citation, as contextwright.ask does.",
+    ),
+]
+SystemOpt = Annotated[
+    str,
+    typer.Option(
+        help="With --messages: the system prompt (default, strict, soft, light, a text, or none); "
+        "default is a profile's prompt where it has one."
+    ),
+]
+ReaskOpt = Annotated[
+    str,
+    typer.Option(
+        "--reask-bare",
+        help="With --messages: the prompt of reask_messages (a name or a text; auto: a profile's reask, "
+        "else light; none: no reask_messages).",
+    ),
+]
+
+
+def chat_options(messages: bool, system: str, reask_bare: str) -> tuple[str | None, str | None] | None:
+    """``(system, reask_bare)`` for ``--messages`` (``none`` is no prompt / no re-ask), checked
+    before any work; None without ``--messages``. A prompt flag without it is refused."""
+    from contextwright.core.errors import ContextwrightError
+    from contextwright.render.messages import check_prompt, check_reask
+
+    if not messages:
+        if (system, reask_bare) != ("default", "auto"):
+            fail("--system and --reask-bare shape the chat of --messages: add --messages.")
+        return None
+    prompts = (None if system == "none" else system, None if reask_bare == "none" else reask_bare)
+    try:
+        if prompts[0] is not None:
+            check_prompt(prompts[0], "--system")
+        check_reask(prompts[1], "--reask-bare")
+    except ContextwrightError as exc:
+        fail(f"{exc} Use e.g. --reask-bare light, or none.")
+    return prompts

@@ -12,12 +12,16 @@ from contextwright.cli.base import (
     BudgetOpt,
     DbOpt,
     FormatOpt,
+    MessagesOpt,
     ModelOpt,
     OrderOpt,
     PresetOpt,
+    ReaskOpt,
     StoreOpt,
+    SystemOpt,
     TokenizerOpt,
     app,
+    chat_options,
     check_budget_and_model,
     check_outputs,
     err,
@@ -75,6 +79,9 @@ def batch_cmd(
     timings: Annotated[
         bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
     ] = False,
+    messages: MessagesOpt = False,
+    system: SystemOpt = "default",
+    reask_bare: ReaskOpt = "auto",
 ) -> None:
     """Assemble every query of a file (locally or on Ray); failed rows go to an errors file."""
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
@@ -91,6 +98,7 @@ def batch_cmd(
         fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
     check_budget_and_model(budget, model)
     check_outputs(("OUTPUT", output), ("--errors", errors))
+    chat = chat_options(messages, system, reask_bare)  # each row's messages and reask_messages
     settings = BatchSettings(
         preset=preset,
         model=model,
@@ -101,6 +109,7 @@ def batch_cmd(
         store=store,
         expand=expand,
         timings=timings,
+        messages=chat,
     )
     try:
         with Progress(
