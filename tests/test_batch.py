@@ -195,6 +195,15 @@ def test_rows_carry_the_chat_to_send_when_asked(
         app, ["batch", str(queries_file), str(cli), "--budget", "500", "--reask-bare", "light"]
     )
     assert bad.exit_code == 2 and "add --messages" in bad.output
+    # a bad prompt in the settings fails the job before any row, not each row
+    for messages, said in (
+        (("default", "lite"), r"messages\[1\] \(reask_bare\) must be .* Did you mean 'light'"),
+        (("strcit", "auto"), r"messages\[0\] \(system\) must be .* Did you mean 'strict'"),
+        (("default",), r"messages must be \(system, reask_bare\)"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            run_batch(queries_file, tmp_path / "x.jsonl", workers=1, budget=500, messages=messages)
+        assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_cli_batch_writes_output_and_errors(queries_file: Path, local_out: Path, tmp_path: Path) -> None:

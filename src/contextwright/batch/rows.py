@@ -146,6 +146,24 @@ def _preview(row: Any) -> str:
     return text[:_INPUT_PREVIEW]
 
 
+def check_messages(messages: Any) -> None:
+    """``BatchSettings.messages``: None, or ``(system, reask_bare)``, each a prompt (name or text) or
+    None; ``reask_bare`` may be ``auto``."""
+    from contextwright.core.errors import ConfigError
+    from contextwright.render.messages import check_prompt, check_reask
+
+    if messages is None:
+        return
+    if not isinstance(messages, (tuple, list)) or len(messages) != 2:
+        raise ConfigError(
+            f"messages must be (system, reask_bare), e.g. ('default', 'auto'), or None; got {messages!r}.",
+            loc=("messages",),
+        )
+    if messages[0] is not None:
+        check_prompt(messages[0], "messages[0] (system)")
+    check_reask(messages[1], "messages[1] (reask_bare)")
+
+
 class RowAssembler:
     """Assembles rows with one assembler: what each worker process and each Ray actor holds.
 
@@ -157,6 +175,7 @@ class RowAssembler:
     def __init__(self, settings: BatchSettings) -> None:
         self.settings = settings
         self.assembler = settings.build()
+        check_messages(settings.messages)  # bad prompts fail the job here, not every row
 
     def __call__(self, row: Any, where: str = "") -> BatchRow:
         if isinstance(row, Record):

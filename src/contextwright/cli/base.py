@@ -270,6 +270,9 @@ def chat_options(messages: bool, system: str, reask_bare: str) -> tuple[str | No
     try:
         if prompts[0] is not None:
             check_prompt(prompts[0], "--system")
+    except ContextwrightError as exc:
+        fail(f"{exc} Use e.g. --system strict, or none.")
+    try:
         check_reask(prompts[1], "--reask-bare")
     except ContextwrightError as exc:
         fail(f"{exc} Use e.g. --reask-bare light, or none.")
