@@ -22,6 +22,7 @@ def check_prompts(req: Any) -> None:
         if value is None:  # null: no system message / no re-ask
             continue
         try:
-            check_reask(value, field) if field == "reask_bare" else check_prompt(value, field)
+            check = check_reask if field == "reask_bare" else check_prompt  # the re-ask may be "auto"
+            check(value, field)
         except ContextwrightError as exc:
             raise Failure(422, "invalid-prompt", str(exc), ["body", field]) from None
