@@ -76,6 +76,7 @@ def test_a_profiles_reask_is_sent(chunks: Path, tmp_path: Path) -> None:
         ),
         (["--messages", "--reask-bare", "lite"], "got 'lite'. Did you mean 'light'?"),
         (["--messages", "--system", "strcit"], "--system must be a prompt name"),
+        (["--messages", "--dry-run"], "--dry-run assembles no context, so there is no chat to print"),
     ],
 )
 def test_a_prompt_flag_it_cannot_use_is_refused_with_the_fix(

@@ -124,11 +124,12 @@ def assemble_cmd(
     from contextwright.inputs.readers import read_items
 
     out = Console(highlight=False, soft_wrap=True)
-    if history is not None and history_tokens <= 0:
-        fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
-    if tools is not None and tool_tokens <= 0:
-        fail("--tools needs --tool-tokens N: the tokens the tool outputs may use (e.g. 1000).")
+    _check_zones(history, history_tokens, tools, tool_tokens)
     chat = chat_options(messages, system, reask_bare)  # printed as JSON, in the --json line if any
+    if chat is not None and dry_run:
+        fail(
+            "--dry-run assembles no context, so there is no chat to print: leave out --messages or --dry-run."
+        )
     handler = warnings_once()  # the library's warnings (budget 0, ...) on stderr, once each
     try:
         extra: dict[str, Any] = {}
@@ -182,6 +183,14 @@ STDIN_NOTE = (
     "reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D, "
     "or pass a file: contextwright assemble chunks.json -q ..."
 )
+
+
+def _check_zones(history: Any, history_tokens: int, tools: Any, tool_tokens: int) -> None:
+    """A history or tool file needs the zone's tokens."""
+    if history is not None and history_tokens <= 0:
+        fail("--history needs --history-tokens N: the tokens the conversation may use (e.g. 1000).")
+    if tools is not None and tool_tokens <= 0:
+        fail("--tools needs --tool-tokens N: the tokens the tool outputs may use (e.g. 1000).")
 
 
 def _check_first(item: Any, file: str, query: str | None, assembler: Any) -> None:
