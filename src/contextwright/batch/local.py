@@ -77,7 +77,8 @@ def assemble_many(
         error row and the others go on.
 
     Raises:
-        ConfigError: for bad settings (checked once, before any worker starts).
+        ConfigError: for bad settings, at the call (before any row is read or worker starts, and
+            before a caller that writes the rows opens its output).
 
     Example:
         >>> rows = list(assemble_many(lines, preset="qa", budget=500, workers=2))
@@ -87,6 +88,13 @@ def assemble_many(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size must be a positive integer; got {batch_size!r}.")
     local = RowAssembler(s)  # validates the settings here, with a readable error
+    return _assembled(queries, s, n, batch_size, local)
+
+
+def _assembled(
+    queries: Iterable[Any], s: BatchSettings, n: int, batch_size: int, local: RowAssembler
+) -> Iterator[BatchRow]:
+    """:func:`assemble_many`'s rows, once its settings are checked: in this process or in ``n`` workers."""
     numbered = ((f"queries[{i}]", row) for i, row in enumerate(queries))
     blocker = spawn_blocker() if n > 1 else None
     if blocker is not None:  # spawned workers would restart forever: run here, say so once

@@ -150,7 +150,7 @@ def check_messages(messages: Any) -> None:
     """``BatchSettings.messages``: None, or ``(system, reask_bare)``, each a prompt (name or text) or
     None; ``reask_bare`` may be ``auto``."""
     from contextwright.core.errors import ConfigError
-    from contextwright.render.messages import check_prompt, check_reask
+    from contextwright.render.messages import check_chat
 
     if messages is None:
         return
@@ -159,9 +159,7 @@ def check_messages(messages: Any) -> None:
             f"messages must be (system, reask_bare), e.g. ('default', 'auto'), or None; got {messages!r}.",
             loc=("messages",),
         )
-    if messages[0] is not None:
-        check_prompt(messages[0], "messages[0] (system)")
-    check_reask(messages[1], "messages[1] (reask_bare)")
+    check_chat(messages[0], messages[1], fields=("messages[0] (system)", "messages[1] (reask_bare)"))
 
 
 class RowAssembler:

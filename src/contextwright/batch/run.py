@@ -33,7 +33,6 @@ from contextwright.batch.rows import (
     OutFormat,
     Progress,
     RowAssembler,
-    check_messages,
 )
 from contextwright.core.errors import ConfigError, InputError
 
@@ -105,7 +104,6 @@ def run_batch(
         InputError: when the input cannot be read, or holds chunks, not queries.
     """
     s = settings_of(settings, kwargs)
-    check_messages(s.messages)  # before the output file is opened
     n = check_workers(workers)
     src, dst = str(input), str(output)
     fmt = output_format(dst, out_format)

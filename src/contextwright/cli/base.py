@@ -260,20 +260,18 @@ def chat_options(messages: bool, system: str, reask_bare: str) -> tuple[str | No
     """``(system, reask_bare)`` for ``--messages`` (``none`` is no prompt / no re-ask), checked
     before any work; None without ``--messages``. A prompt flag without it is refused."""
     from contextwright.core.errors import ContextwrightError
-    from contextwright.render.messages import check_prompt, check_reask
+    from contextwright.render.messages import check_chat
 
     if not messages:
         if (system, reask_bare) != ("default", "auto"):
             fail("--system and --reask-bare shape the chat of --messages: add --messages.")
         return None
-    prompts = (None if system == "none" else system, None if reask_bare == "none" else reask_bare)
     try:
-        if prompts[0] is not None:
-            check_prompt(prompts[0], "--system")
+        return check_chat(
+            None if system == "none" else system,
+            None if reask_bare == "none" else reask_bare,
+            fields=("--system", "--reask-bare"),
+        )
     except ContextwrightError as exc:
-        fail(f"{exc} Use e.g. --system strict, or none.")
-    try:
-        check_reask(prompts[1], "--reask-bare")
-    except ContextwrightError as exc:
-        fail(f"{exc} Use e.g. --reask-bare light, or none.")
-    return prompts
+        flag = exc.loc[0] if exc.loc else "--reask-bare"
+        fail(f"{exc} Use e.g. {flag} {'strict' if flag == '--system' else 'light'}, or none.")

@@ -529,7 +529,7 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
         assert boot is not None  # queries is never empty here
         b = sum(1 for u, v in zip(x, y, strict=True) if u and not v)
         c = sum(1 for u, v in zip(x, y, strict=True) if v and not u)
-        family = family_interval(x, y, len(asker.budgets)) if len(asker.budgets) > 1 else None
+        family_low, family_high = family_interval(x, y, len(asker.budgets)) or (None, None)
         out.append(
             Confirmation(
                 budget=budget,
@@ -547,8 +547,8 @@ def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuer
                 bare_share=mean(a.bare for _, a in mine),
                 naive_bare_share=mean(a.bare for _, a in base),
                 reask_share=mean(a.reasked for _, a in mine),
-                family_low=None if family is None else family[0],
-                family_high=None if family is None else family[1],
+                family_low=family_low,
+                family_high=family_high,
             )
         )
     return out

@@ -113,8 +113,11 @@ def gate_intervals(
 
 def family_interval(x: Sequence[bool], y: Sequence[bool], comparisons: int) -> tuple[float, float] | None:
     """The paired interval of ``y − x`` at :func:`family_confidence` over ``comparisons`` (the
-    bootstrap of :func:`~contextwright.eval.metrics.paired_bootstrap_delta`); ``None`` without pairs."""
+    bootstrap of :func:`~contextwright.eval.metrics.paired_bootstrap_delta`); ``None`` without pairs,
+    or for one comparison (no family to correct for: its 95 % interval is the one)."""
     from contextwright.eval.metrics import paired_bootstrap_delta
 
+    if comparisons < 2:
+        return None
     boot = paired_bootstrap_delta(x, y, confidence=family_confidence(comparisons))
     return None if boot is None else (boot[1], boot[2])

@@ -17,6 +17,7 @@ __all__ = [
     "build_messages",
     "REASK_AUTO",
     "REASK_DEFAULT",
+    "check_chat",
     "check_prompt",
     "check_reask",
     "check_role",
@@ -150,6 +151,21 @@ def check_reask(value: Any, field: str = "reask_bare") -> str | None:
     """A re-ask prompt as a caller gives it: ``auto``, a prompt name or text (:func:`check_prompt`),
     or ``None`` (never ask again)."""
     return value if value is None or value == REASK_AUTO else check_prompt(value, field)
+
+
+def check_chat(
+    system: Any, reask_bare: Any, fields: tuple[str, str] = ("system", "reask_bare")
+) -> tuple[str | None, str | None]:
+    """The two prompts of a chat and its re-ask (:func:`contextwright.chat_messages`), checked:
+    ``system`` a prompt or ``None``, ``reask_bare`` a prompt, ``auto`` or ``None``. ``fields`` name
+    them in the refusal (``--system``, the service's ``system``, a batch setting).
+
+    Raises:
+        ConfigError: the first that is not, with loc ``(field,)``.
+    """
+    if system is not None:
+        check_prompt(system, fields[0])
+    return system, check_reask(reask_bare, fields[1])
 
 
 def config_reask(value: Any) -> str | bool | None:

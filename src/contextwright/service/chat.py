@@ -15,14 +15,10 @@ __all__ = ["check_prompts"]
 def check_prompts(req: Any) -> None:
     """``system`` and ``reask_bare`` are prompt names or prompt texts: a single word that names no
     prompt (``"lite"``) is a typo, refused with 422 ``invalid-prompt`` before it is sent or counted."""
-    from contextwright.render.messages import check_prompt, check_reask
+    from contextwright.render.messages import check_chat
 
-    for field in ("system", "reask_bare"):
-        value = getattr(req, field)
-        if value is None:  # null: no system message / no re-ask
-            continue
-        try:
-            check = check_reask if field == "reask_bare" else check_prompt  # the re-ask may be "auto"
-            check(value, field)
-        except ContextwrightError as exc:
-            raise Failure(422, "invalid-prompt", str(exc), ["body", field]) from None
+    try:
+        check_chat(req.system, req.reask_bare)  # null: no system message / no re-ask
+    except ContextwrightError as exc:
+        field = str(exc.loc[0]) if exc.loc else "system"
+        raise Failure(422, "invalid-prompt", str(exc), ["body", field]) from None
