@@ -86,6 +86,27 @@ def test_untrusted_text_cannot_close_the_data_script() -> None:
     assert json.loads(data.group(1))["data"]["inputs"][2]["text"] == HOSTILE
 
 
+def test_the_page_data_holds_the_chat_sent_and_its_reask() -> None:
+    """The chat the page shows is :func:`contextwright.chat_messages`' (what ``ask`` sends), under the
+    prompts given; the hostile chunk inside it stays inside the JSON."""
+    from contextwright import chat_messages
+
+    assembler = Assembler("qa", budget=120)
+    ctx = assembler.assemble("who discovered x-rays?", CHUNKS)
+    data = inspection(ctx, assembler, CHUNKS)
+    chat = chat_messages(ctx)
+    assert data["messages"] == chat["messages"] and data["reask_messages"] == chat["reask_messages"]
+    assert data["messages"][-1]["role"] == "user" and ctx.text in data["messages"][-1]["content"]
+    assert data["reask_messages"][0] != data["messages"][0]  # the re-ask's system prompt (light)
+    bare = inspection(ctx, assembler, CHUNKS, system=None, reask_bare=None)
+    assert [m["role"] for m in bare["messages"]] == ["user"] and "reask_messages" not in bare
+    minimal = Assembler("qa", budget=120, format="minimal")
+    plain = minimal.assemble("who discovered x-rays?", CHUNKS)
+    assert "reask_messages" not in inspection(plain, minimal, CHUNKS)  # no labels: never a bare [1]
+    page = render_page(data)
+    assert page.count("<script") == 2 and "<img src=x" not in page
+
+
 def test_the_page_has_no_external_assets() -> None:
     page, _ = page_for(CHUNKS, 120)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
@@ -136,6 +157,36 @@ def test_cli_inspect_writes_a_page_for_one_query_of_a_query_file(tmp_path: Path)
     page = out.read_text()
     data = json.loads(re.search(r'id="cw-data">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
     assert data["data"]["query"] == "question 1" and data["data"]["budget"] == 150
+
+
+def test_cli_inspect_shows_the_chat_under_the_prompts_given_and_refuses_a_typo(tmp_path: Path) -> None:
+    src = tmp_path / "chunks.json"
+    src.write_text(json.dumps(CHUNKS))
+    out = tmp_path / "page.html"
+    base = [*cli(), "inspect", str(src), "--query", "who discovered x-rays?", "--budget", "150"]
+    run = subprocess.run(
+        [*base, "--system", "strict", "--reask-bare", "none", "--html", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    page = out.read_text()
+    data = json.loads(re.search(r'id="cw-data">(.*?)</script>', page, re.S).group(1))["data"]  # type: ignore[union-attr]
+    from contextwright import chat_messages
+
+    ctx = Assembler("qa", budget=150).assemble("who discovered x-rays?", CHUNKS)
+    assert data["messages"] == chat_messages(ctx, "strict", None)["messages"]
+    assert "reask_messages" not in data
+    typo = subprocess.run(
+        [*base, "--system", "strikt", "--html", str(tmp_path / "x.html")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = " ".join(typo.stderr.split())
+    assert typo.returncode == 2 and "--system" in said and "'strikt'" in said
+    assert not (tmp_path / "x.html").exists()
 
 
 def test_cli_inspect_rejects_an_item_out_of_range(tmp_path: Path) -> None:
@@ -237,6 +288,20 @@ def test_static_page_shows_blocks_drops_and_hostile_text_as_text(
     assert page.locator("#cw-text img, #cw-dropped img, #cw-text script, #cw-citations b b").count() == 0
     assert "<script>window.__pwned = 1</script>" in page.locator("#cw-text").text_content()
     assert page.locator("#cw-zones").text_content().count("documents") == 1
+    # the chat sent: each message's role and text, the hostile chunk as text; of the re-ask, what changes
+    from contextwright import chat_messages
+
+    chat = chat_messages(ctx)
+    shown = page.locator("#cw-messages .msg")
+    assert shown.count() == len(chat["messages"])
+    assert page.locator("#cw-messages .role").all_text_contents() == [m["role"] for m in chat["messages"]]
+    assert page.locator("#cw-messages pre").all_text_contents() == [m["content"] for m in chat["messages"]]
+    assert page.locator("#cw-messages img, #cw-messages script").count() == 0
+    assert page.locator("#cw-reask").is_visible()
+    changed = [
+        m["content"] for m, first in zip(chat["reask_messages"], chat["messages"], strict=True) if m != first
+    ]
+    assert page.locator("#cw-reask-messages pre").all_text_contents() == changed and len(changed) == 1
     page.screenshot(path=str(ARTIFACTS / "inspector_static.png"), full_page=True)
     assert errors == []
 
@@ -256,6 +321,10 @@ def test_service_page_assembles_pasted_chunks_and_redraws(browser_context: Any, 
     assert page.locator("#cw-text").text_content() == expected.text
     assert page.locator("#cw-dropped tr.dropped").count() == len(expected.report.dropped)
     assert page.evaluate("window.__pwned") is None
+    from contextwright import chat_messages
+
+    sent = [m["content"] for m in chat_messages(expected)["messages"]]
+    assert page.locator("#cw-messages pre").all_text_contents() == sent  # the service's messages: true
     page.screenshot(path=str(ARTIFACTS / "inspector_service.png"), full_page=True)
 
     page.select_option("#cw-format", "numbered")

@@ -3,8 +3,11 @@
 The page shows the context window as a bar of blocks sized by tokens and
 coloured by document (each labelled with its citation number and score), the
 format overhead and the unused budget, the tokens per zone, every stage with
-its counts, every dropped chunk with its reason and text, and the rendered
-context with each block marked by its citation label.
+its counts, every dropped chunk with its reason and text, the rendered
+context with each block marked by its citation label, and the chat sent to
+the model (:func:`contextwright.chat_messages`: the system prompt, the
+context and the query, and what :func:`contextwright.ask` sends again after
+a bare ``[1]``).
 
 The same page serves two uses:
 
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from contextwright.model.chunk import Chunk
 from contextwright.model.convert import chunks_from_dicts
 from contextwright.model.report import Drop
+from contextwright.render.cite import chat_messages
 from contextwright.render.context import AssembledContext
 
 if TYPE_CHECKING:
@@ -112,19 +116,25 @@ def inspection(
     chunks: Iterable[Chunk | Mapping[str, Any]],
     *,
     options: Mapping[str, Any] | None = None,
+    system: str | None = "default",
+    reask_bare: str | None = "auto",
 ) -> dict[str, Any]:
-    """The page data for one assembly: the /v1/assemble response plus blocks and inputs.
+    """The page data for one assembly: the /v1/assemble response with ``inspect`` and ``messages``.
 
     Args:
         ctx: The assembled context.
         assembler: The assembler that made it (its format and tokenizer size the blocks).
         chunks: The input chunks (to show the text of dropped ones).
         options: The options used, shown in the page header.
+        system: The system prompt of the chat shown (:func:`contextwright.chat_messages`).
+        reask_bare: The prompt of the re-ask shown after a bare citation (``auto``: the
+            config's ``reask``, else ``light``; ``None``: none).
     """
     data = ctx.to_dict()
     data["blocks"] = block_rows(ctx, assembler.pipeline.format, assembler.tokenizer)
     data["inputs"] = input_rows(chunks)
     data["options"] = dict(options or {})
+    data.update(chat_messages(ctx, system, reask_bare))
     return data
 
 
@@ -247,6 +257,10 @@ form input,form select{width:100%;padding:4px 6px;font:inherit}
 button{background:var(--accent);color:#fff;border:0;border-radius:4px;padding:7px 16px;font:600 14px system-ui;cursor:pointer}
 .error{background:#fde8e8;border:1px solid #f0b4b4;color:#7a1515;border-radius:6px;padding:8px 12px;margin-top:12px;white-space:pre-wrap}
 .status{color:var(--muted);font-size:12px;align-self:center}
+.msg{background:#fff;border:1px solid var(--line);border-radius:6px;margin:0 0 8px;padding:6px 12px}
+.msg .role{font:700 11px system-ui,sans-serif;text-transform:uppercase;letter-spacing:.05em;color:var(--muted)}
+.msg pre{white-space:pre-wrap;word-break:break-word;font:12.5px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
+  margin:4px 0 0;max-height:320px;overflow:auto}
 """
 
 _FORM = """
@@ -311,6 +325,16 @@ _PAGE = """<!doctype html>
   <pre id="cw-text" class="ctx"></pre>
   <h2>Citations</h2>
   <ol id="cw-citations" class="cites"></ol>
+  <div id="cw-chat" hidden>
+    <h2>Chat sent to the model</h2>
+    <div id="cw-messages"></div>
+    <div id="cw-reask" hidden>
+      <h2>Sent again after a bare citation</h2>
+      <p class="sub">When the reply is a citation label and no answer (a bare <code>[1]</code>), the same chat
+      is sent once more with these messages changed (what <code>contextwright.ask</code> does).</p>
+      <div id="cw-reask-messages"></div>
+    </div>
+  </div>
 </section>
 </main>
 <script type="application/json" id="cw-data">{payload}</script>
@@ -482,8 +506,26 @@ function render(data) {
     cl.appendChild(el("li", { value: c.index }, el("b", null, c.label + " "), where + " · score " + score(c.score),
       el("div", { "class": "muted" }, c.snippet)));
   });
+  renderChat(data.messages, data.reask_messages);
   $("cw-result").hidden = false;
   document.body.setAttribute("data-rendered", String(Date.now()));
+}
+
+// the chat: each message's role and text; of the re-ask, only the messages it changes
+function message(m, i) {
+  return el("div", { "class": "msg", "data-index": i }, el("div", { "class": "role" }, m.role),
+    el("pre", null, m.content));
+}
+function renderChat(messages, reask) {
+  var box = clear($("cw-messages")), again = clear($("cw-reask-messages"));
+  $("cw-chat").hidden = !messages;
+  $("cw-reask").hidden = !(messages && reask);
+  if (!messages) return;
+  messages.forEach(function (m, i) { box.appendChild(message(m, i)); });
+  (reask || []).forEach(function (m, i) {
+    var same = messages[i] && messages[i].role === m.role && messages[i].content === m.content;
+    if (!same || reask.length !== messages.length) again.appendChild(message(m, i));
+  });
 }
 
 function showError(msg) {
@@ -509,7 +551,7 @@ function setup() {
         if (!query) query = parsed.query || parsed.question || "";
       } else { showError("Paste a JSON list of chunks, or an object with a \"chunks\" list."); return; }
     }
-    var body = { query: query, chunks: chunks, inspect: true };
+    var body = { query: query, chunks: chunks, inspect: true, messages: true };
     var budget = $("cw-budget").value.trim();
     if (budget !== "") body.budget = parseInt(budget, 10);
     [["preset", "cw-preset"], ["model", "cw-model"], ["tokenizer", "cw-tokenizer"], ["format", "cw-format"],

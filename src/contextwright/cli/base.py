@@ -257,15 +257,21 @@ ReaskOpt = Annotated[
 
 
 def chat_options(messages: bool, system: str, reask_bare: str) -> tuple[str | None, str | None] | None:
-    """``(system, reask_bare)`` for ``--messages`` (``none`` is no prompt / no re-ask), checked
-    before any work; None without ``--messages``. A prompt flag without it is refused."""
-    from contextwright.core.errors import ContextwrightError
-    from contextwright.render.messages import check_chat
-
+    """``(system, reask_bare)`` for ``--messages`` (:func:`chat_prompts`); None without
+    ``--messages``. A prompt flag without it is refused."""
     if not messages:
         if (system, reask_bare) != ("default", "auto"):
             fail("--system and --reask-bare shape the chat of --messages: add --messages.")
         return None
+    return chat_prompts(system, reask_bare)
+
+
+def chat_prompts(system: str, reask_bare: str) -> tuple[str | None, str | None]:
+    """``(system, reask_bare)`` of a chat from ``--system`` and ``--reask-bare`` (``none`` is no
+    prompt / no re-ask), checked before any work."""
+    from contextwright.core.errors import ContextwrightError
+    from contextwright.render.messages import check_chat
+
     try:
         return check_chat(
             None if system == "none" else system,

@@ -21,6 +21,7 @@ from contextwright.cli.base import (
     TokenizerOpt,
     app,
     build_assembler,
+    chat_prompts,
     check_outputs,
     err,
     fail,
@@ -45,13 +46,29 @@ def inspect_cmd(
     ] = None,
     store: StoreOpt = None,
     db: DbOpt = None,
+    system: Annotated[
+        str,
+        typer.Option(
+            help="The system prompt of the chat the page shows (default, strict, soft, light, a text, or "
+            "none); default is a profile's prompt where it has one."
+        ),
+    ] = "default",
+    reask_bare: Annotated[
+        str,
+        typer.Option(
+            "--reask-bare",
+            help="The prompt of the chat the page shows as sent again after a bare citation (a name or a "
+            "text; auto: a profile's reask, else light; none: not shown).",
+        ),
+    ] = "auto",
 ) -> None:
-    """Write a self-contained HTML page showing how one context was assembled."""
+    """Write a self-contained HTML page showing how one context was assembled, and the chat sent."""
     from contextwright.assembly.inspector import inspection, render_page
     from contextwright.core.errors import ContextwrightError
     from contextwright.inputs.readers import read_items
 
     check_outputs(("--html", html))
+    prompts = chat_prompts(system, reask_bare)
     try:
         assembler = build_assembler(
             preset,
@@ -82,7 +99,8 @@ def inspect_cmd(
         options = {"preset": preset, "model": model, "budget": budget, "format": format, "order": order}
         # named ranked lists: the inspector shows the fused list the pipeline started from
         inputs = assembler.pipeline._inputs(job.chunks)[0] if not isinstance(job.chunks, list) else job.chunks
-        page = render_page(inspection(ctx, assembler, inputs, options=options))
+        data = inspection(ctx, assembler, inputs, options=options, system=prompts[0], reask_bare=prompts[1])
+        page = render_page(data)
     except ContextwrightError as exc:
         fail(str(exc))
     try:
