@@ -342,14 +342,14 @@ def test_eval_fail_if_is_refused_before_any_work(extra: list[str], message: str,
 def test_eval_fail_if_exits_3_where_a_strategy_fails_the_rule_against_naive(
     llama_server: Any, tmp_path: Path
 ) -> None:
-    """A real model (SmolLM2 on llama.cpp) reads naive and ``frugal`` on 8 dev questions; under each
+    """A real model (SmolLM2 on llama.cpp) reads naive and ``frugal`` on 4 dev questions; under each
     rule the exit code follows the reader's deltas in the JSON written (closed-book, always far under
     naive, and the oracle are not judged), whatever this machine's replies give."""
     args = [
         "eval",
         _data(),
         "--limit",
-        "8",
+        "4",
         "-s",
         "naive,frugal",
         "-b",

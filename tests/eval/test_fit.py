@@ -452,13 +452,13 @@ def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
 ) -> None:
     """A small search on SmolLM2 through llama.cpp: the race, the confirmation, the profile, the reports."""
     cache = tmp_path / "reader.sqlite"
-    space = _amounts_only("cap:120", "fill")
+    space = _amounts_only("cap:80", "fill")
     with Reader(llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12) as reader:
         seen: list[tuple[str, int, int]] = []
         result = fit_profile(
             queries[:16],
             reader=reader,
-            budgets=(250,),
+            budgets=(150,),
             space=space,
             step=4,
             min_per_part=4,
@@ -474,11 +474,11 @@ def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
         result.meta["confirm_queries"],
     ]
     assert all(abs(n_fit - n_confirm) <= 1 for n_fit, n_confirm in strata.values())
-    assert [t.setting["amount"] for t in result.trials] == ["cap:120", "fill"]
+    assert [t.setting["amount"] for t in result.trials] == ["cap:80", "fill"]
     assert sum(t.dropped_after is None for t in result.trials) >= 1
-    assert result.setting["amount"] in ("cap:120", "fill")
+    assert result.setting["amount"] in ("cap:80", "fill")
     (c,) = result.confirmations
-    assert c.budget == 250 and c.queries == result.meta["confirm_queries"] >= 4
+    assert c.budget == 150 and c.queries == result.meta["confirm_queries"] >= 4
     assert 0.0 <= c.accuracy <= 1.0 and c.delta_low <= c.delta <= c.delta_high
     assert c.tokens_mean > 0 and c.naive_tokens_mean > 0
     assert "confirmed on" in result.verdict and "dev16" in result.verdict
@@ -486,7 +486,7 @@ def test_a_real_model_fit_writes_a_profile_every_surface_accepts(
     with Reader(
         llama_server.base_url, model=llama_server.model, cache=cache, max_tokens=12, offline=True
     ) as rd:
-        again = fit_profile(queries[:16], reader=rd, budgets=(250,), space=space, step=4, min_per_part=4)
+        again = fit_profile(queries[:16], reader=rd, budgets=(150,), space=space, step=4, min_per_part=4)
     assert again.to_dict()["confirm"] == result.to_dict()["confirm"] and asked > 0
     # what was sent is what the cache holds: each distinct request once, however often it was asked
     with sqlite3.connect(cache) as db:

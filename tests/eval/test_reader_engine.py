@@ -36,6 +36,11 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
         from reader_engine import TransformersEngine
     finally:
         sys.path.remove(str(BENCH))
+    import torch
+
+    from ..conftest import cores_per_worker
+
+    torch.set_num_threads(cores_per_worker())  # one per worker: torch's idle threads spin against the others
     return TransformersEngine(gguf, device="cpu", dtype="float32", batch_size=2)
 
 
