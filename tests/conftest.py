@@ -224,12 +224,12 @@ def cores_per_worker() -> int:
     """This process's share of the cores when pytest-xdist runs the suite on several workers (the
     pyproject's ``-n auto``), else every core: a model's threads beyond it only wait on each other's
     spin locks while the other workers run (a reader test took 3.7x its one-process time with two)."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    return max(1, (os.cpu_count() or 1) // max(workers, 1))
+    return max(1, (os.cpu_count() or 1) // max(_WORKERS, 1))
 
 
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 # torch (the reader engine, the embedding tests) reads it when it is first imported
-if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+if _WORKERS > 1:
     os.environ.setdefault("OMP_NUM_THREADS", str(cores_per_worker()))
 
 
@@ -255,18 +255,14 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     n_ctx = 2048
+    threads = str(min(2, cores_per_worker()))
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     log = open(log_path, "w")  # noqa: SIM115 - closed at teardown
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1"),
             *("--port", str(port), "--n_ctx", str(n_ctx), "--seed", "0"),
-            *(
-                "--n_threads",
-                str(min(2, cores_per_worker())),
-                "--n_threads_batch",
-                str(min(2, cores_per_worker())),
-            ),
+            *("--n_threads", threads, "--n_threads_batch", threads),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
