@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import resource
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -165,3 +167,50 @@ def test_the_time_limit_holds_inside_python_filters() -> None:
     with pytest.raises(ConfigError, match=r"timeout_s \(0\.2 s\)"):
         render("{{ range(99999)|map('string')|map('upper')|list|length }}", timeout_s=0.2)
     assert time.perf_counter() - start < 0.6
+
+
+RECURSIVE = "{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{% else %}bottom{% endif %}{% endmacro %}"
+
+
+def test_template_calls_nest_to_100_and_a_loop_of_calls_is_not_nesting() -> None:
+    assert render(RECURSIVE + "{{ m(90) }}").strip() == "bottom"
+    with pytest.raises(ConfigError, match=r"nests template calls more than 100 deep \(recursion"):
+        render(RECURSIVE + "{{ m(101) }}")
+    # 5,000 calls one after another, caller() blocks, and a recursive loop: each returns first
+    calls = (
+        "{% macro m(x) %}{{ x }}{% endmacro %}{% for i in range(5000) %}{{ m(i) if i == 4999 }}{% endfor %}"
+    )
+    assert render(calls).strip() == "4999"
+    wrap = "{% macro w() %}<{{ caller() }}>{% endmacro %}"
+    assert (
+        render(wrap + "{% for i in range(2000) %}{% call w() %}{% endcall %}{% endfor %}").count("<>") == 2000
+    )
+    tree = "{% set ns = namespace(t=[]) %}{% for i in range(60) %}{% set ns.t = [ns.t] %}{% endfor %}"
+    assert render(tree + "{% for x in ns.t recursive %}.{{ loop(x) }}{% endfor %}").count(".") == 60
+
+
+def test_a_host_that_raised_the_recursion_limit_gets_config_errors_not_a_crash() -> None:
+    """With the limit at 200,000, one template crashed the process (SIGSEGV) by recursing through a
+    macro or by nesting an expression 45,000 attributes deep: both overflow the C stack before
+    RecursionError. Run in a child process, so a crash fails this test, not the test run."""
+    script = (
+        "import sys\n"
+        "sys.setrecursionlimit(200_000)\n"
+        "from contextwright.core.errors import ConfigError\n"
+        "from contextwright.model.chunk import Chunk\n"
+        "from contextwright.render.format import TemplateFormat\n"
+        "for source in ('{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}', '{{ x' + '.a' * 45000 + ' }}',\n"
+        "               '{{ 1' + '+1' * 45000 + ' }}'):\n"
+        "    try:\n"
+        "        TemplateFormat(template=source).render([Chunk('Paris.', id='a')])\n"
+        "    except ConfigError as exc:\n"
+        "        print(str(exc)[:80])\n"
+        "print(sys.getrecursionlimit())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("TemplateFormat.template: the template nests template calls more than 100")
+    assert lines[1].startswith("TemplateFormat.template nests too deeply to compile")
+    assert lines[2].startswith("TemplateFormat.template nests too deeply to compile")
+    assert lines[3] == "200000"  # the host's limit is left as it was

@@ -25,7 +25,15 @@ template can grow, and checks sizes *before* it allocates (issue 26):
   cannot keep many large values alive, or make a large one in every iteration.
 * **Steps.** The template is compiled to Python; a trace function counts the
   lines it executes (every loop iteration executes at least one) and stops at
-  ``max_steps``. Recursion ends there too.
+  ``max_steps``.
+* **Depth.** The same trace function stops template calls nested more than
+  100 deep (a macro calling itself, a recursive loop, ``caller()``); where
+  the host process raised ``sys.setrecursionlimit`` past 4,000, a second one
+  stops the compiler nesting more than 900 Python frames (an expression or
+  blocks nested hundreds of levels). Both stop well inside the C stack:
+  without them, a host that raised the limit to 100,000 let one template
+  crash the process (a segmentation fault) instead of raising
+  ``RecursionError``.
 * **Time.** The same trace function, and every checked operation, compare the
   clock with ``timeout_s``: rendering stops inside loops and inside Python
   filters, in the thread that runs it.
@@ -57,6 +65,9 @@ _WIDTH = re.compile(r"\d{6,}")  # a format width/precision of 6+ digits
 _NUMBER = re.compile(r"\d{1,9}")
 _TOTAL = 32  # the total of values made, in max_output_chars
 _ITEM = 8  # what a list item counts in that total
+_MAX_DEPTH = 100  # template calls nested in a render (macros, recursive loops, caller())
+_MAX_COMPILE_FRAMES = 900  # Python frames nested while Jinja2 parses and generates code
+_SAFE_RECURSION_LIMIT = 4_000  # at most this, RecursionError comes well inside the C stack
 _WHAT = {
     "max_output_chars": "the output size limit",
     "max_steps": "the step limit",
@@ -456,21 +467,51 @@ def compile_template(source: str) -> Any:
     """
     from jinja2 import TemplateSyntaxError
 
+    previous_trace = sys.gettrace()
+    if sys.getrecursionlimit() > _SAFE_RECURSION_LIMIT:  # a host raised it: bound the compiler here
+        sys.settrace(_compile_guard())  # (it triples compile time, so only where it is needed)
     try:
         return _environment().from_string(source)
     except TemplateSyntaxError as exc:
         raise ConfigError(f"TemplateFormat.template: line {exc.lineno}: {exc.message}") from None
     except (RecursionError, MemoryError):  # Jinja's parser and code generator recurse per level
+        limit = sys.getrecursionlimit()
+        frames = _MAX_COMPILE_FRAMES if limit > _SAFE_RECURSION_LIMIT else limit
         raise ConfigError(
             "TemplateFormat.template nests too deeply to compile (brackets, parentheses, filters, "
-            "attribute chains or blocks nested hundreds of levels; the limit is Python's recursion "
-            f"limit, {sys.getrecursionlimit():,} frames); flatten the template."
+            "attribute chains or blocks nested hundreds of levels; the compiler may nest "
+            f"{frames:,} frames); flatten the template."
         ) from None
     except SyntaxError as exc:  # the generated Python is past what Python compiles (e.g. > 20 nested loops)
         raise ConfigError(
             f"TemplateFormat.template compiles to code Python refuses ({exc.msg}); flatten the template "
             "(fewer nested loops and blocks)."
         ) from None
+    finally:
+        sys.settrace(previous_trace)
+
+
+def _compile_guard() -> Callable[..., Any]:
+    """A trace function for compiling: raises ``RecursionError`` when Jinja2's parser and code
+    generator nest more than ``_MAX_COMPILE_FRAMES`` frames below it, whatever the interpreter's
+    recursion limit. Only calls and returns: line events are switched off frame by frame."""
+    depth = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal depth
+        if event == "return":
+            depth -= 1
+        return local
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal depth
+        depth += 1
+        if depth > _MAX_COMPILE_FRAMES:
+            raise RecursionError("the template nests too deeply to compile")
+        frame.f_trace_lines = False
+        return local
+
+    return trace
 
 
 def _message(stop: _Stop, limits: TemplateLimits) -> str:
@@ -510,12 +551,14 @@ def render_template(source: str, limits: TemplateLimits, **context: Any) -> str:
 
 
 def _tracer(render: _Render, filename: str) -> Callable[..., Any]:
-    """A trace function: counts template lines (steps) and checks the clock, in filters too."""
+    """A trace function: counts template lines (steps), checks the clock, in filters too, and
+    stops template calls nested more than ``_MAX_DEPTH`` deep (each template frame's call and
+    return; a generator's resume and yield are those too)."""
     limits = render.limits
-    steps = calls = 0
+    steps = calls = depth = 0
 
     def local(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal steps
+        nonlocal steps, depth
         if event == "line":
             steps += 1
             if steps > limits.max_steps:
@@ -524,14 +567,25 @@ def _tracer(render: _Render, filename: str) -> Callable[..., Any]:
                 )
             if steps % 16 == 0 and time.perf_counter() > render.deadline:
                 raise _stop("runs longer than its time limit", "timeout_s")
+        elif event == "return":
+            depth -= 1
         return local
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal calls
+        nonlocal calls, depth
         calls += 1
         if calls % 64 == 0 and time.perf_counter() > render.deadline:
             raise _stop("runs longer than its time limit", "timeout_s")
-        return local if frame.f_code.co_filename == filename else None
+        if frame.f_code.co_filename != filename:
+            return None
+        depth += 1
+        if depth > _MAX_DEPTH:
+            raise _stop(
+                f"nests template calls more than {_MAX_DEPTH} deep (recursion: a macro calling "
+                "itself, a recursive loop or caller())",
+                None,
+            )
+        return local
 
     return trace
 
