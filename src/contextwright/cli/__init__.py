@@ -33,7 +33,7 @@ if typer is not None:
     import importlib
 
     # Each module registers its commands when imported: this order is the order of --help.
-    _FAMILIES = ("assemble", "info", "serve", "inspector", "index", "batch", "eval", "fit")
+    _FAMILIES = ("assemble", "ask", "info", "serve", "inspector", "index", "batch", "eval", "fit")
     for _family in _FAMILIES:
         importlib.import_module(f"contextwright.cli.{_family}")
     from contextwright.cli.base import app

@@ -469,8 +469,9 @@ class TemplateFormat(Format):
 
     Rendering is bounded (see :mod:`contextwright.render.sandbox`): values and
     output of at most ``max_output_chars`` characters, at most ``max_steps``
-    executed template lines (loop iterations, recursion) and ``timeout_s``
-    seconds; beyond them, or on a sandbox violation or runtime error,
+    executed template lines (loop iterations, recursion), template calls nested at most 100 deep
+    (macros, recursive loops), and ``timeout_s`` seconds; beyond them, or on a sandbox violation
+    or runtime error,
     :class:`~contextwright.core.errors.ConfigError`.
 
     Args:
