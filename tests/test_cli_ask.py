@@ -100,6 +100,7 @@ def test_json_gives_the_first_reply_the_cited_blocks_and_the_context(bare_then_a
     [
         ((), "pass --reader URL"),
         (("--reader", "http://127.0.0.1:9/v1"), "pass --reader URL"),
+        (("--reader", "127.0.0.1:8080", "--reader-model", "m"), "--reader must be the http(s) URL"),
         (
             ("--reader", "http://127.0.0.1:9/v1", "--reader-model", "m", "--reask-bare", "lite"),
             "--reask-bare",

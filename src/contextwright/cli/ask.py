@@ -92,6 +92,10 @@ def ask_cmd(
             "ask sends the context to a model: pass --reader URL (an OpenAI-compatible API root, e.g. "
             "http://127.0.0.1:8080/v1) and --reader-model NAME."
         )
+    if not reader.startswith(("http://", "https://")):
+        fail(
+            f"--reader must be the http(s) URL of an OpenAI-compatible API root; got {reader!r}, e.g. http://127.0.0.1:8080/v1."
+        )
     prompts = chat_prompts(system, reask_bare)  # refused before any work, as assemble --messages
     handler = warnings_once()
     try:
