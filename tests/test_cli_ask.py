@@ -149,3 +149,29 @@ def test_ask_a_real_model_over_a_query_file(llama_server: Any, tmp_path: Path) -
     assert data["answer"] == lib.text and data["answer"].strip()
     assert data["reasked"] == lib.reasked and data["bare"] == lib.citations.bare
     assert [c["index"] for c in data["cited"]] == [c.index for c in lib.citations.cited]
+
+
+def test_a_cited_block_without_a_source_is_named_by_its_chunk(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps([{"id": "a", "text": "Paris is the capital of France."}]))
+    server = ChatServer(lambda body: reply("Paris [1]."))
+    try:
+        got = runner.invoke(
+            app,
+            [
+                "ask",
+                str(plain),
+                "-q",
+                "Capital of France?",
+                "--budget",
+                "100",
+                "--reader",
+                server.base_url,
+                "--reader-model",
+                "m",
+            ],
+        )
+    finally:
+        server.close()
+    assert got.exit_code == 0, got.output
+    assert got.stdout.splitlines() == ["Paris [1].", "", "Sources:", "[1] chunk a"]

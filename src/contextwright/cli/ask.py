@@ -180,9 +180,8 @@ def _print(answer: Any, ctx: Any, *, as_json: bool) -> None:
         sys.stdout.write("\nSources:\n")
         for c in resolved.cited:
             where = " · ".join(str(x) for x in (c.source, c.title, c.section, c.page) if x not in (None, ""))
-            sys.stdout.write(
-                f"{c.label} {where or ', '.join(c.chunk_ids)} (chunk {', '.join(c.chunk_ids)})\n"
-            )
+            chunk = f"chunk {', '.join(c.chunk_ids)}"
+            sys.stdout.write(f"{c.label} {where} ({chunk})\n" if where else f"{c.label} {chunk}\n")
     sys.stdout.flush()
     notes = [summary_line(ctx, None)]
     if answer.reasked:
