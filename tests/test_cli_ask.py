@@ -175,3 +175,55 @@ def test_a_cited_block_without_a_source_is_named_by_its_chunk(tmp_path: Path) ->
         server.close()
     assert got.exit_code == 0, got.output
     assert got.stdout.splitlines() == ["Paris [1].", "", "Sources:", "[1] chunk a"]
+
+
+def test_control_characters_of_a_reply_or_a_source_are_shown_escaped(tmp_path: Path) -> None:
+    """A reply (or a chunk's source) with an escape sequence would clear or recolour the terminal."""
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps([{"id": "a", "text": "Paris is the capital.", "source": "x\u001b[2J.md"}]))
+    server = ChatServer(lambda body: reply("Paris\u001b[31m [1]\r\nok\tdone"))
+    try:
+        got = runner.invoke(
+            app,
+            [
+                "ask",
+                str(hostile),
+                "-q",
+                "Capital?",
+                "--budget",
+                "100",
+                "--reader",
+                server.base_url,
+                "--reader-model",
+                "m",
+            ],
+        )
+        as_json = runner.invoke(
+            app,
+            [
+                "ask",
+                str(hostile),
+                "-q",
+                "Capital?",
+                "--budget",
+                "100",
+                "--reader",
+                server.base_url,
+                "--reader-model",
+                "m",
+                "--json",
+            ],
+        )
+    finally:
+        server.close()
+    assert "\u001b" not in got.stdout and "\r" not in got.stdout
+    assert got.stdout.splitlines() == [
+        "Paris\\x1b[31m [1]\\x0d",
+        "ok\tdone",
+        "",
+        "Sources:",
+        "[1] x\\x1b[2J.md (chunk a)",
+    ]
+    assert (
+        json.loads(as_json.stdout)["answer"] == "Paris\u001b[31m [1]\r\nok\tdone"
+    )  # JSON keeps the reply as sent

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Annotated, Any, cast
 
@@ -160,6 +161,15 @@ def _ask(
         )
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _shown(text: str) -> str:
+    """``text`` for a terminal: control characters (an escape sequence in a reply or a chunk's
+    source could move the cursor or recolour the screen) written as ``\\x1b``; newlines and tabs kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _print(answer: Any, ctx: Any, *, as_json: bool) -> None:
     """The answer and its sources on stdout (or one JSON object); the context's summary on stderr."""
     resolved = answer.citations
@@ -175,12 +185,14 @@ def _print(answer: Any, ctx: Any, *, as_json: bool) -> None:
         }
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         return
-    sys.stdout.write(answer.text.strip() + "\n")
+    sys.stdout.write(_shown(answer.text.strip()) + "\n")
     if resolved.cited:
         sys.stdout.write("\nSources:\n")
         for c in resolved.cited:
-            where = " · ".join(str(x) for x in (c.source, c.title, c.section, c.page) if x not in (None, ""))
-            chunk = f"chunk {', '.join(c.chunk_ids)}"
+            where = _shown(
+                " · ".join(str(x) for x in (c.source, c.title, c.section, c.page) if x not in (None, ""))
+            )
+            chunk = _shown(f"chunk {', '.join(c.chunk_ids)}")
             sys.stdout.write(f"{c.label} {where} ({chunk})\n" if where else f"{c.label} {chunk}\n")
     sys.stdout.flush()
     notes = [summary_line(ctx, None)]
