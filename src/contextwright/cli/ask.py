@@ -124,6 +124,12 @@ def _one_item(file: str) -> Any:
     """The one input of ``ask``: a list of chunks, or a query file holding exactly one query."""
     from contextwright.inputs.readers import read_items
 
+    if file == "-" and sys.stdin.isatty():  # a blank screen would look like a hang
+        err.print(
+            "reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D, or pass a file: "
+            "contextwright ask chunks.json -q ...",
+            highlight=False,
+        )
     items = list(read_items(file, limit=2, command="ask"))
     name = "stdin" if file == "-" else file
     if not items or not items[0].chunks:
