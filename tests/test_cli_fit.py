@@ -133,6 +133,11 @@ def test_fit_measures_the_guard_on_guard_data_and_says_on_how_many(
     assert "guarded: answer retention" in out.stdout
     # a log (not a terminal) gets the guard's progress as lines, counted in queries, not replies
     assert f"guard amount: {2 * measured}/{2 * measured} queries assembled (no reader)" in out.stderr
+    # and how to try the profile on one question: the command, with this fit's reader and profile
+    assert (
+        f"contextwright ask CHUNKS.json -q '...' --preset {profile} --reader {llama_server.base_url} "
+        f"--reader-model {llama_server.model}"
+    ) in out.stderr
 
 
 def test_fit_fail_under_naive_exits_3_where_the_profile_reads_under_naive(

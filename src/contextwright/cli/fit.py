@@ -241,7 +241,7 @@ def fit_cmd(
         result = _search(queries, reader_obj, options)
     except ContextwrightError as exc:
         fail(str(exc))
-    _publish(result, out=out, json_out=json_out, html_out=html_out, fail_if=rule)
+    _publish(result, out=out, json_out=json_out, html_out=html_out, fail_if=rule, reader=reader)
 
 
 def _fail_rule(fail_if: str | None, fail_under_naive: bool) -> str | None:
@@ -308,7 +308,13 @@ def _search(queries: Any, reader: Any, options: dict[str, Any]) -> Any:
 
 
 def _publish(
-    result: Any, *, out: str, json_out: str | None, html_out: str | None, fail_if: str | None = None
+    result: Any,
+    *,
+    out: str,
+    json_out: str | None,
+    html_out: str | None,
+    fail_if: str | None = None,
+    reader: str = "URL",
 ) -> None:
     """The trials table and the verdict on stdout; the profile, JSON and HTML files; then, with
     ``--fail-if`` (or ``--fail-under-naive``), exit 3 when a confirmed budget fails its rule."""
@@ -345,6 +351,12 @@ def _publish(
     )
     write_profile(result, out)
     err.print(f"wrote {out} (use it as a preset: --preset {out})", highlight=False)
+    err.print(  # one question of the user's own, through the profile, before wiring it in
+        f"try it on a question of yours: contextwright ask CHUNKS.json -q '...' --preset {out} "
+        f"--reader {reader} --reader-model {m['model']}",
+        highlight=False,
+        markup=False,
+    )
     if json_out:
         Path(json_out).write_text(
             json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
