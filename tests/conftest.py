@@ -232,20 +232,26 @@ def cores_per_worker() -> int:
 
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
+# torch (the reader engine, the embedding tests) reads it when it is first imported
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(cores_per_worker()))
+
+
 # A worker that dies (a segmentation fault, an abort) shows in pytest-xdist's summary only as "worker
 # 'gw0' crashed while running ..."; its faulthandler traceback goes to stderr mid-run, where a CI log
 # that keeps the tail loses it. Each worker also writes it to a file, and the summary prints them.
 _FAULTS_ENV = "CONTEXTWRIGHT_TEST_FAULTS_DIR"
 _fault_file: Any = None
+_fault_dir: Path | None = None  # the controller's folder: made here, printed and removed at the end
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's faulthandler plugin, which enables it on stderr
 def pytest_configure(config: pytest.Config) -> None:
-    global _fault_file
+    global _fault_file, _fault_dir
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is None:  # the controller (or a one-process run): the workers inherit the folder
-        if _FAULTS_ENV not in os.environ:
-            os.environ[_FAULTS_ENV] = tempfile.mkdtemp(prefix="contextwright-faults-")
+        _fault_dir = Path(tempfile.mkdtemp(prefix="contextwright-faults-"))
+        os.environ[_FAULTS_ENV] = str(_fault_dir)
         return
     folder = os.environ.get(_FAULTS_ENV)
     if folder and Path(folder).is_dir():
@@ -254,20 +260,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    folder = os.environ.get(_FAULTS_ENV)
-    if os.environ.get("PYTEST_XDIST_WORKER") is not None or not folder or not Path(folder).is_dir():
+    if _fault_dir is None:  # a worker, or a pytest that did not make the folder
         return
-    for log in sorted(Path(folder).glob("*.log")):
+    for log in sorted(_fault_dir.glob("*.log")):
         text = log.read_text(errors="replace").strip()
         if text:
             terminalreporter.section(f"fatal error in worker {log.stem} (faulthandler)", red=True)
             terminalreporter.line("\n".join(text.splitlines()[-80:]))
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-# torch (the reader engine, the embedding tests) reads it when it is first imported
-if _WORKERS > 1:
-    os.environ.setdefault("OMP_NUM_THREADS", str(cores_per_worker()))
+    shutil.rmtree(_fault_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
