@@ -72,7 +72,9 @@ def test_a_bare_citation_is_asked_again_and_the_answer_printed_with_its_sources(
     assert "cites [7], which no block of the context has" in got.stderr
     asked = bare_then_answer.asked()
     assert len(asked) == 2 and asked[0]["messages"][1:] == asked[1]["messages"][1:]  # the same question
-    assert asked[0]["messages"][0] != asked[1]["messages"][0]  # under light, the re-ask prompt
+    ctx = contextwright.assemble(QUESTION, json.loads(EXAMPLE.read_text()), budget=300)
+    assert asked[0]["messages"] == ctx.messages()  # the chat contextwright.ask sends first
+    assert asked[1]["messages"] == ctx.messages(system="light")  # then under the re-ask prompt
     assert (
         QUESTION in asked[0]["messages"][-1]["content"] and "Würzburg" in asked[0]["messages"][-1]["content"]
     )
