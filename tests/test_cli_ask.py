@@ -229,3 +229,36 @@ def test_control_characters_of_a_reply_or_a_source_are_shown_escaped(tmp_path: P
     assert (
         json.loads(as_json.stdout)["answer"] == "Paris\u001b[31m [1]\r\nok\tdone"
     )  # JSON keeps the reply as sent
+
+
+def test_ask_expands_from_a_store_as_assemble_does(tmp_path: Path) -> None:
+    """A profile that expands needs its chunk store: ``--store`` and ``--expand`` as in ``assemble``."""
+    url = f"sqlite:///{tmp_path / 'small.db'}"
+    assert (
+        runner.invoke(
+            app, ["index", str(REPO / "tests" / "fixtures" / "small_corpus.jsonl"), "--store", url]
+        ).exit_code
+        == 0
+    )
+    hits = tmp_path / "hits.json"
+    hit = {
+        "id": "rontgen:1",
+        "doc_id": "rontgen",
+        "index": 1,
+        "score": 1.0,
+        "text": "He detected X-rays in 1895.",
+    }
+    hits.write_text(json.dumps({"query": "who discovered x-rays?", "chunks": [hit]}))
+    server = ChatServer(lambda body: reply("Röntgen [1]."))
+    try:
+        base = ["ask", str(hits), "--budget", "500", "--reader", server.base_url, "--reader-model", "m"]
+        got = runner.invoke(app, [*base, "--store", url, "--expand", "1", "--json"])
+        refused = runner.invoke(app, [*base, "--expand", "1"])
+        sent = server.asked()
+    finally:
+        server.close()
+    assert got.exit_code == 0, got.output
+    [expand] = [s for s in json.loads(got.stdout)["context"]["report"]["stages"] if s["stage"] == "expand"]
+    assert expand["added"] == ["rontgen:0", "rontgen:2"]
+    assert len(sent) == 1 and "first Nobel Prize in Physics" in sent[0]["messages"][-1]["content"]
+    assert refused.exit_code == 2 and "--expand needs --store URL" in refused.stderr

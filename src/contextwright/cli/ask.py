@@ -19,18 +19,21 @@ from rich.markup import escape
 
 from contextwright.cli.base import (
     BudgetOpt,
+    DbOpt,
     FileArg,
     FormatOpt,
     ModelOpt,
     OrderOpt,
     PresetOpt,
     QueryOpt,
+    StoreOpt,
     TokenizerOpt,
     app,
     build_assembler,
     chat_prompts,
     err,
     fail,
+    store_flag,
 )
 from contextwright.cli.output import summary_line, warnings_once
 
@@ -61,6 +64,11 @@ def ask_cmd(
     format: FormatOpt = None,
     order: OrderOpt = None,
     tokenizer: TokenizerOpt = None,
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    expand: Annotated[
+        int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
+    ] = None,
     system: Annotated[
         str,
         typer.Option(
@@ -105,7 +113,14 @@ def ask_cmd(
         if not q:
             fail("ask needs a question: pass --query '...' or an input with a 'query' field.")
         assembler = build_assembler(
-            preset, model=model, budget=budget, tokenizer=tokenizer, format=format, order=order
+            preset,
+            model=model,
+            budget=budget,
+            tokenizer=tokenizer,
+            format=format,
+            order=order,
+            store=store_flag(store, db),  # a profile that expands needs its store, as assemble does
+            expand=expand,
         )
         ctx = assembler.assemble(q, item.chunks)
         answer = _ask(
