@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +42,28 @@ def bare_then_answer() -> Iterator[ChatServer]:
     server.close()
 
 
-def _ask(server: str, *extra: str) -> Any:
-    return runner.invoke(
-        app,
-        [
-            "ask",
-            str(EXAMPLE),
-            "-q",
-            QUESTION,
-            "--budget",
-            "300",
-            "--reader",
-            server,
-            "--reader-model",
-            "m",
-            *extra,
-        ],
-    )
+def _ask(
+    server: str,
+    *extra: str,
+    file: Path = EXAMPLE,
+    query: str | None = QUESTION,
+    budget: int | None = 300,
+    model: str = "m",
+) -> Any:
+    """``contextwright ask FILE [-q QUERY] [--budget N] --reader SERVER --reader-model MODEL EXTRA...``."""
+    args = ["ask", str(file), *(["-q", query] if query is not None else [])]
+    args += [*(["--budget", str(budget)] if budget is not None else []), "--reader", server]
+    return runner.invoke(app, [*args, "--reader-model", model, *extra])
+
+
+@contextmanager
+def replying(text: str) -> Iterator[ChatServer]:
+    """A scripted chat server that answers every request with ``text``."""
+    server = ChatServer(lambda body: reply(text))
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 def test_a_bare_citation_is_asked_again_and_the_answer_printed_with_its_sources(
@@ -121,13 +127,13 @@ def test_ask_needs_one_question_and_some_chunks(tmp_path: Path, bare_then_answer
         "\n".join(json.dumps({"id": i, "query": QUESTION, "chunks": [{"text": "x"}]}) for i in ("a", "b"))
         + "\n"
     )
-    got = runner.invoke(app, ["ask", str(two), "--reader", url, "--reader-model", "m"])
+    got = _ask(url, file=two, query=None, budget=None)
     assert got.exit_code == 2 and "ask answers one question" in got.stderr
-    got = runner.invoke(app, ["ask", str(EXAMPLE), "--reader", url, "--reader-model", "m"])
+    got = _ask(url, query=None, budget=None)
     assert got.exit_code == 2 and "ask needs a question" in got.stderr
     empty = tmp_path / "empty.json"
     empty.write_text("[]")
-    got = runner.invoke(app, ["ask", str(empty), "-q", QUESTION, "--reader", url, "--reader-model", "m"])
+    got = _ask(url, file=empty, budget=None)
     assert got.exit_code == 2 and "holds no chunks" in got.stderr
     assert bare_then_answer.asked() == []
 
@@ -139,9 +145,7 @@ def test_ask_a_real_model_over_a_query_file(llama_server: Any, tmp_path: Path) -
     one = tmp_path / "one.json"
     one.write_text(json.dumps({"query": QUESTION, "chunks": chunks}))
     url, model = llama_server.base_url, llama_server.model
-    got = runner.invoke(
-        app, ["ask", str(one), "--budget", "400", "--reader", url, "--reader-model", model, "--json"]
-    )
+    got = _ask(url, "--json", file=one, query=None, budget=400, model=model)
     assert got.exit_code == 0, got.output
     data = json.loads(got.stdout)
     ctx = contextwright.assemble(QUESTION, chunks, budget=400)
@@ -156,25 +160,8 @@ def test_ask_a_real_model_over_a_query_file(llama_server: Any, tmp_path: Path) -
 def test_a_cited_block_without_a_source_is_named_by_its_chunk(tmp_path: Path) -> None:
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps([{"id": "a", "text": "Paris is the capital of France."}]))
-    server = ChatServer(lambda body: reply("Paris [1]."))
-    try:
-        got = runner.invoke(
-            app,
-            [
-                "ask",
-                str(plain),
-                "-q",
-                "Capital of France?",
-                "--budget",
-                "100",
-                "--reader",
-                server.base_url,
-                "--reader-model",
-                "m",
-            ],
-        )
-    finally:
-        server.close()
+    with replying("Paris [1].") as server:
+        got = _ask(server.base_url, file=plain, query="Capital of France?", budget=100)
     assert got.exit_code == 0, got.output
     assert got.stdout.splitlines() == ["Paris [1].", "", "Sources:", "[1] chunk a"]
 
@@ -183,41 +170,9 @@ def test_control_characters_of_a_reply_or_a_source_are_shown_escaped(tmp_path: P
     """A reply (or a chunk's source) with an escape sequence would clear or recolour the terminal."""
     hostile = tmp_path / "hostile.json"
     hostile.write_text(json.dumps([{"id": "a", "text": "Paris is the capital.", "source": "x\u001b[2J.md"}]))
-    server = ChatServer(lambda body: reply("Paris\u001b[31m [1]\r\nok\tdone"))
-    try:
-        got = runner.invoke(
-            app,
-            [
-                "ask",
-                str(hostile),
-                "-q",
-                "Capital?",
-                "--budget",
-                "100",
-                "--reader",
-                server.base_url,
-                "--reader-model",
-                "m",
-            ],
-        )
-        as_json = runner.invoke(
-            app,
-            [
-                "ask",
-                str(hostile),
-                "-q",
-                "Capital?",
-                "--budget",
-                "100",
-                "--reader",
-                server.base_url,
-                "--reader-model",
-                "m",
-                "--json",
-            ],
-        )
-    finally:
-        server.close()
+    with replying("Paris\u001b[31m [1]\r\nok\tdone") as server:
+        got = _ask(server.base_url, file=hostile, query="Capital?", budget=100)
+        as_json = _ask(server.base_url, "--json", file=hostile, query="Capital?", budget=100)
     assert "\u001b" not in got.stdout and "\r" not in got.stdout
     assert got.stdout.splitlines() == [
         "Paris\\x1b[31m [1]\\x0d",
@@ -249,14 +204,12 @@ def test_ask_expands_from_a_store_as_assemble_does(tmp_path: Path) -> None:
         "text": "He detected X-rays in 1895.",
     }
     hits.write_text(json.dumps({"query": "who discovered x-rays?", "chunks": [hit]}))
-    server = ChatServer(lambda body: reply("Röntgen [1]."))
-    try:
-        base = ["ask", str(hits), "--budget", "500", "--reader", server.base_url, "--reader-model", "m"]
-        got = runner.invoke(app, [*base, "--store", url, "--expand", "1", "--json"])
-        refused = runner.invoke(app, [*base, "--expand", "1"])
+    with replying("Röntgen [1].") as server:
+        got = _ask(
+            server.base_url, "--store", url, "--expand", "1", "--json", file=hits, query=None, budget=500
+        )
+        refused = _ask(server.base_url, "--expand", "1", file=hits, query=None, budget=500)
         sent = server.asked()
-    finally:
-        server.close()
     assert got.exit_code == 0, got.output
     [expand] = [s for s in json.loads(got.stdout)["context"]["report"]["stages"] if s["stage"] == "expand"]
     assert expand["added"] == ["rontgen:0", "rontgen:2"]

@@ -20,6 +20,7 @@ from rich.markup import escape
 from contextwright.cli.base import (
     BudgetOpt,
     DbOpt,
+    ExpandOpt,
     FileArg,
     FormatOpt,
     ModelOpt,
@@ -33,6 +34,7 @@ from contextwright.cli.base import (
     chat_prompts,
     err,
     fail,
+    note_stdin,
     store_flag,
 )
 from contextwright.cli.output import summary_line, warnings_once
@@ -66,9 +68,7 @@ def ask_cmd(
     tokenizer: TokenizerOpt = None,
     store: StoreOpt = None,
     db: DbOpt = None,
-    expand: Annotated[
-        int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
-    ] = None,
+    expand: ExpandOpt = None,
     system: Annotated[
         str,
         typer.Option(
@@ -139,12 +139,7 @@ def _one_item(file: str) -> Any:
     """The one input of ``ask``: a list of chunks, or a query file holding exactly one query."""
     from contextwright.inputs.readers import read_items
 
-    if file == "-" and sys.stdin.isatty():  # a blank screen would look like a hang
-        err.print(
-            "reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D, or pass a file: "
-            "contextwright ask chunks.json -q ...",
-            highlight=False,
-        )
+    note_stdin(file, "ask")
     items = list(read_items(file, limit=2, command="ask"))
     name = "stdin" if file == "-" else file
     if not items or not items[0].chunks:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from contextwright.cli.base import (
     BudgetOpt,
     DbOpt,
+    ExpandOpt,
     FileArg,
     FormatOpt,
     MessagesOpt,
@@ -29,6 +30,7 @@ from contextwright.cli.base import (
     chat_options,
     err,
     fail,
+    note_stdin,
     store_flag,
 )
 from contextwright.cli.output import (
@@ -62,9 +64,7 @@ def assemble_cmd(
     limit: Annotated[int | None, typer.Option(help="Assemble at most this many queries.")] = None,
     store: StoreOpt = None,
     db: DbOpt = None,
-    expand: Annotated[
-        int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
-    ] = None,
+    expand: ExpandOpt = None,
     embedder: Annotated[
         str | None,
         typer.Option(
@@ -157,8 +157,7 @@ def assemble_cmd(
         bar = QueryProgress(enabled=err.is_terminal and not sys.stdout.isatty())
         outputs = read_json_file(tools, "--tools", "a JSON list of {name, content}") if tools else None
         before = read_json_file(previous, "--previous", "the previous --json output") if previous else None
-        if file == "-" and sys.stdin.isatty():  # a blank screen would look like a hang
-            err.print(STDIN_NOTE, highlight=False)
+        note_stdin(file, "assemble")
         for n, item in enumerate(read_items(file, limit=limit)):
             if n == 0:
                 _check_first(item, file, query, assembler)
@@ -177,12 +176,6 @@ def assemble_cmd(
         fail(str(exc))
     finally:
         logging.getLogger("contextwright").removeHandler(handler)
-
-
-STDIN_NOTE = (
-    "reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D, "
-    "or pass a file: contextwright assemble chunks.json -q ..."
-)
 
 
 def _check_zones(history: Any, history_tokens: int, tools: Any, tool_tokens: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -163,6 +164,20 @@ def cli_words(message: str) -> str:
 
 # The one store flag is --store; --db (index's old name) still works, with a hint.
 DbOpt = Annotated[str | None, typer.Option("--db", hidden=True, help="The old name of --store.")]
+ExpandOpt = Annotated[
+    int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
+]
+
+
+def note_stdin(file: str, command: str) -> None:
+    """Say on stderr that ``command`` reads chunks from a terminal's stdin: a blank screen would
+    look like a hang."""
+    if file == "-" and sys.stdin.isatty():
+        err.print(
+            "reading chunks from stdin (a JSON array or JSON Lines); end with Ctrl-D, or pass a file: "
+            f"contextwright {command} chunks.json -q ...",
+            highlight=False,
+        )
 
 
 def store_flag(store: str | None, db: str | None) -> str | None:

@@ -11,6 +11,7 @@ from rich.console import Console
 from contextwright.cli.base import (
     BudgetOpt,
     DbOpt,
+    ExpandOpt,
     FormatOpt,
     MessagesOpt,
     ModelOpt,
@@ -62,9 +63,7 @@ def batch_cmd(
     tokenizer: TokenizerOpt = None,
     store: StoreOpt = None,
     db: DbOpt = None,
-    expand: Annotated[
-        int | None, typer.Option(help="Add the neighbours index±N (0-3) of each chunk from --store.")
-    ] = None,
+    expand: ExpandOpt = None,
     errors: Annotated[
         str | None, typer.Option(help="Error rows file (default: OUTPUT.errors.jsonl).")
     ] = None,

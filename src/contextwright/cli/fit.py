@@ -314,7 +314,7 @@ def _publish(
     json_out: str | None,
     html_out: str | None,
     fail_if: str | None = None,
-    reader: str = "URL",
+    reader: str,
 ) -> None:
     """The trials table and the verdict on stdout; the profile, JSON and HTML files; then, with
     ``--fail-if`` (or ``--fail-under-naive``), exit 3 when a confirmed budget fails its rule."""
