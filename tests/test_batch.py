@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from contextwright.batch import BatchSettings, RowAssembler, assemble_many, read_rows, run_batch
+from contextwright.batch import (
+    BatchReader,
+    BatchSettings,
+    RowAssembler,
+    assemble_many,
+    read_rows,
+    run_batch,
+)
 from contextwright.cli import app
 from contextwright.core.errors import ConfigError, InputError
 
@@ -194,7 +201,7 @@ def test_rows_carry_the_chat_to_send_when_asked(
     bad = runner.invoke(
         app, ["batch", str(queries_file), str(cli), "--budget", "500", "--reask-bare", "light"]
     )
-    assert bad.exit_code == 2 and "add --messages" in bad.output
+    assert bad.exit_code == 2 and "shape the chat of --messages or --reader: add one" in bad.output
     # a bad prompt in the settings fails the job before any row, not each row
     for messages, said in (
         (("default", "lite"), r"messages\[1\] \(reask_bare\) must be .* Did you mean 'light'"),
@@ -275,6 +282,31 @@ def test_ray_part_files_equal_the_local_file(
     # Ray Data's INFO lines (execution plans) stay in its session log, off the caller's stderr
     assert "Starting execution of Dataset" not in stderr.getvalue()
     assert "Progress bars disabled" not in stderr.getvalue()
+
+
+def test_ray_actors_ask_the_reader_and_write_its_answers_to_parquet_parts(
+    ray_session: Any, queries_file: Path, tmp_path: Path
+) -> None:
+    """``reader``: each Ray actor opens its own client; the part files carry the ``answer`` column."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from .eval.test_reader import ChatServer, reply
+
+    server = ChatServer(lambda body: reply("Paris [1]."))
+    try:
+        reader = BatchReader(url=server.base_url, model="m")
+        out = tmp_path / "asked"
+        stats = run_batch(
+            queries_file, f"{out}/", engine="ray", workers=2, budget=500, batch_size=2,
+            out_format="parquet", rows_per_file=5, reader=reader,
+        )  # fmt: skip
+        assert (stats.rows, stats.errors) == (12, 2)
+        assert len(server.asked()) == 12  # the two bad rows fail before any request
+    finally:
+        server.close()
+    rows = [r for part in sorted(out.glob("*.parquet")) for r in pq.read_table(part).to_pylist()]
+    answers = [json.loads(r["answer"]) for r in rows]
+    assert len(rows) == 12 and {a["answer"] for a in answers} == {"Paris [1]."}
+    assert all([c["index"] for c in a["cited"]] == [1] and a["reasked"] is False for a in answers)
 
 
 def test_ray_reads_parquet_from_a_uri_into_one_ordered_file(

@@ -36,10 +36,11 @@ Modules: ``rows`` (settings, one row), ``local`` (the process pool),
 from contextwright.batch.files import BatchStats, read_rows
 from contextwright.batch.local import assemble_many
 from contextwright.batch.ray import ray_map
-from contextwright.batch.rows import BatchRow, BatchSettings, RowAssembler
+from contextwright.batch.rows import BatchReader, BatchRow, BatchSettings, RowAssembler
 from contextwright.batch.run import run_batch
 
 __all__ = [
+    "BatchReader",
     "BatchRow",
     "BatchSettings",
     "BatchStats",

@@ -14,6 +14,7 @@ from typing import Any
 
 from contextwright.batch.rows import (
     BatchRow,
+    BatchSettings,
     OutFormat,
 )
 from contextwright.core.errors import ConfigError, missing_extra
@@ -47,11 +48,21 @@ def read_rows(path: str | os.PathLike[str]) -> Iterator[Record]:
 
 #: The chat columns of a batch run with ``messages`` (:class:`BatchSettings`).
 CHAT_COLUMNS = ("messages", "reask_messages")
+#: The column of a batch run with a ``reader``: the model's answer (:meth:`contextwright.Answer.to_dict`).
+ANSWER_COLUMNS = ("answer",)
 
 
-def out_schema(pa: Any, chat: bool = False) -> Any:
+def extra_columns(settings: BatchSettings) -> tuple[str, ...]:
+    """The output columns beyond ``id, text, tokens, citations, report`` these settings add."""
+    return (CHAT_COLUMNS if settings.messages is not None else ()) + (
+        ANSWER_COLUMNS if settings.reader is not None else ()
+    )
+
+
+def out_schema(pa: Any, extra: tuple[str, ...] = ()) -> Any:
     """The Parquet output schema: ``citations`` and ``report`` as JSON strings (their keys vary by row);
-    with ``chat``, ``messages`` and ``reask_messages`` too (JSON, null where there is no re-ask)."""
+    the ``extra`` columns (:func:`extra_columns`) as JSON too (null where a row has none, as
+    ``reask_messages`` where there is no re-ask)."""
     columns = [
         ("id", pa.string()),
         ("text", pa.string()),
@@ -59,10 +70,10 @@ def out_schema(pa: Any, chat: bool = False) -> Any:
         ("citations", pa.string()),
         ("report", pa.string()),
     ]
-    return pa.schema(columns + [(c, pa.string()) for c in CHAT_COLUMNS] if chat else columns)
+    return pa.schema(columns + [(c, pa.string()) for c in extra])
 
 
-def parquet_row(record: Mapping[str, Any], chat: bool = False) -> dict[str, Any]:
+def parquet_row(record: Mapping[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
     row = {
         "id": record["id"],
         "text": record["text"],
@@ -70,7 +81,7 @@ def parquet_row(record: Mapping[str, Any], chat: bool = False) -> dict[str, Any]
         "citations": json.dumps(record["citations"], ensure_ascii=False),
         "report": json.dumps(record["report"], ensure_ascii=False),
     }
-    for c in CHAT_COLUMNS if chat else ():
+    for c in extra:
         row[c] = json.dumps(record[c], ensure_ascii=False) if c in record else None
     return row
 
@@ -111,16 +122,18 @@ class ErrorFile:
 class Writer:
     """Writes output records (JSONL, ``.gz`` too, or Parquet) and error rows (JSONL) from this process."""
 
-    def __init__(self, out: str, errors: str | None, out_format: OutFormat, chat: bool = False) -> None:
+    def __init__(
+        self, out: str, errors: str | None, out_format: OutFormat, extra: tuple[str, ...] = ()
+    ) -> None:
         self.out = out
-        self.chat = chat  # Parquet: the chat columns too
+        self.extra = extra  # Parquet: these columns too (extra_columns)
         self.errors = ErrorFile(errors)
         self.parquet = out_format == "parquet"
         self._buffer: list[dict[str, Any]] = []
         self._pq_writer: Any = None
         if self.parquet:
             pa = _pyarrow()
-            self._schema = out_schema(pa, chat)
+            self._schema = out_schema(pa, extra)
             self._pq_writer = pa.parquet.ParquetWriter(out, self._schema)
             self._file: Any = None
         else:
@@ -132,7 +145,7 @@ class Writer:
             self.errors.write(row.error_dict())
             return
         if self.parquet:
-            self._buffer.append(parquet_row(row.record, self.chat))
+            self._buffer.append(parquet_row(row.record, self.extra))
             if len(self._buffer) >= 1024:
                 self._flush()
         else:

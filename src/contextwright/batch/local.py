@@ -95,6 +95,15 @@ def _assembled(
     queries: Iterable[Any], s: BatchSettings, n: int, batch_size: int, local: RowAssembler
 ) -> Iterator[BatchRow]:
     """:func:`assemble_many`'s rows, once its settings are checked: in this process or in ``n`` workers."""
+    try:
+        yield from _rows(queries, s, n, batch_size, local)
+    finally:
+        local.close()
+
+
+def _rows(
+    queries: Iterable[Any], s: BatchSettings, n: int, batch_size: int, local: RowAssembler
+) -> Iterator[BatchRow]:
     numbered = ((f"queries[{i}]", row) for i, row in enumerate(queries))
     blocker = spawn_blocker() if n > 1 else None
     if blocker is not None:  # spawned workers would restart forever: run here, say so once

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from contextwright.batch.files import (
+    extra_columns,
     json_line,
     out_schema,
     parquet_row,
@@ -116,9 +117,9 @@ class _RayAssemble:
         # synchronous: every count and error row is in before the write finishes
         ray.get(self.collector.add.remote(len(ok), failed))
         if self.mode == "parquet":
-            chat = self.worker.settings.messages is not None
+            extra = extra_columns(self.worker.settings)
             return pa.Table.from_pylist(
-                [parquet_row(r.record, chat) for r in ok if r.record], schema=out_schema(pa, chat)
+                [parquet_row(r.record, extra) for r in ok if r.record], schema=out_schema(pa, extra)
             )
         return pa.table({"line": pa.array([json_line(r) for r in ok], type=pa.string())})
 

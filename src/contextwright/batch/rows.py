@@ -19,6 +19,74 @@ _INPUT_PREVIEW = 200
 
 
 @dataclass(frozen=True, slots=True)
+class BatchReader:
+    """The model each row's question is sent to, with its context (``batch --reader``): an
+    OpenAI-compatible chat endpoint, asked as :func:`contextwright.ask` asks (once more after a
+    bare citation).
+
+    Each worker process (or Ray actor) opens its own client and sends its rows one after the
+    other, so ``workers`` is the number of requests in flight.
+
+    Attributes:
+        url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
+        model: The model name the endpoint expects.
+        key_env: The environment variable holding the API key, read in each worker; None or ``""``:
+            send none.
+        max_tokens: Most tokens of an answer.
+        timeout_s: Timeout of one request, in seconds.
+        retries: Retries of a failed request (429, 5xx, timeouts) before the row is an error row.
+        system: The prompt of the first request (as :meth:`AssembledContext.messages`).
+        reask_bare: The prompt of the second request after a bare citation; ``auto``: a profile's
+            ``reask``, else ``light``; None: never.
+    """
+
+    url: str
+    model: str
+    key_env: str | None = "OPENAI_API_KEY"
+    max_tokens: int = 256
+    timeout_s: float = 60.0
+    retries: int = 1
+    system: str | None = "default"
+    reask_bare: str | None = "auto"
+
+    def __post_init__(self) -> None:
+        from contextwright.core.errors import ConfigError
+        from contextwright.render.messages import check_chat
+
+        if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"reader.url must be the http(s) URL of an OpenAI-compatible API root; got {self.url!r}, "
+                "e.g. http://127.0.0.1:8080/v1.",
+                loc=("reader", "url"),
+            )
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError(
+                f"reader.model must be the model name the endpoint expects; got {self.model!r}.",
+                loc=("reader", "model"),
+            )
+        m = self.max_tokens
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ConfigError(
+                f"reader.max_tokens must be a positive number of tokens; got {m!r}. 256 fits an answer "
+                "and its citations.",
+                loc=("reader", "max_tokens"),
+            )
+        check_chat(self.system, self.reask_bare, fields=("reader.system", "reader.reask_bare"))
+
+    def client(self) -> Any:
+        """A :class:`~contextwright.clients.chat.ChatClient` for this endpoint (checks the URL and
+        the client settings)."""
+        import os
+
+        from contextwright.clients.chat import ChatClient
+
+        key = os.environ.get(self.key_env) if self.key_env else None
+        return ChatClient(
+            self.url, model=self.model, api_key=key, timeout_s=self.timeout_s, retries=self.retries
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class BatchSettings:
     """How every row is assembled; picklable, so each worker builds the same assembler.
 
@@ -38,6 +106,9 @@ class BatchSettings:
         messages: ``(system, reask_bare)``: each row also holds ``messages``, the chat to send the
             model, and ``reask_messages`` where a bare citation would be asked again
             (:func:`contextwright.chat_messages`), e.g. for a batch LLM API; None: neither.
+        reader: Send each row's chat to this model (:class:`BatchReader`); the row then also
+            holds ``answer``, :meth:`contextwright.Answer.to_dict`. A request that fails after
+            its retries makes the row an error row. None: assemble only.
     """
 
     preset: str | Mapping[str, Any] = "qa"
@@ -51,6 +122,7 @@ class BatchSettings:
     timings: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
     messages: tuple[str | None, str | None] | None = None
+    reader: BatchReader | None = None
 
     def build(self) -> Any:
         """The assembler these settings describe (opens the store, if any)."""
@@ -174,6 +246,15 @@ class RowAssembler:
         self.settings = settings
         self.assembler = settings.build()
         check_messages(settings.messages)  # bad prompts fail the job here, not every row
+        reader = settings.reader
+        if reader is not None and not isinstance(reader, BatchReader):
+            from contextwright.core.errors import ConfigError
+
+            raise ConfigError(
+                f"reader must be a BatchReader(url=..., model=...) or None; got {type(reader).__name__}.",
+                loc=("reader",),
+            )
+        self.client = reader.client() if reader is not None else None  # one per worker, for its life
 
     def __call__(self, row: Any, where: str = "") -> BatchRow:
         if isinstance(row, Record):
@@ -204,7 +285,37 @@ class RowAssembler:
             from contextwright.render.cite import chat_messages
 
             record.update(chat_messages(ctx, *self.settings.messages))
+        if self.client is not None:
+            try:
+                record["answer"] = self._answer(ctx, item.query)
+            except Exception as exc:  # the model's failure is this row's, as a store's would be
+                error = (
+                    f"{type(exc).__name__}: the context was assembled ({ctx.tokens} tokens) but "
+                    f"asking {self.client.model!r} failed: {exc}"
+                )
+                return BatchRow(id=item.id, error=error, input=_preview(row), where=where)
         return BatchRow(id=item.id, record=record, where=where)
+
+    def _answer(self, ctx: Any, query: str) -> dict[str, Any]:
+        """:func:`contextwright.ask` of ``ctx`` through this worker's client, as a JSON-ready dict."""
+        from contextwright.render.cite import ask
+
+        reader, client = self.settings.reader, self.client
+        assert reader is not None and client is not None  # called only with a reader
+        got = ask(
+            ctx,
+            lambda m: client.complete(m, max_tokens=reader.max_tokens),
+            query,
+            system=reader.system,
+            reask_bare=reader.reask_bare,
+        )
+        out: dict[str, Any] = got.to_dict()
+        return out
+
+    def close(self) -> None:
+        """Close the reader's client, if any (a worker's closes when its process ends)."""
+        if self.client is not None:
+            self.client.close()
 
     def many(self, rows: Sequence[tuple[str, Any]]) -> list[BatchRow]:
         """``self(row, where)`` for each ``(where, row)``."""

@@ -12,6 +12,7 @@ from contextwright.batch.files import (
     BatchStats,
     ErrorFile,
     Writer,
+    extra_columns,
     is_directory_out,
     is_uri,
     output_format,
@@ -131,7 +132,7 @@ def run_batch(
                 errors_path=errors_path if failed_rows else None,
             )
         rows = ray_rows(src, s, n, batch_size)
-    writer = Writer(dst, errors_path, fmt, chat=s.messages is not None)
+    writer = Writer(dst, errors_path, fmt, extra=extra_columns(s))
     done, failed = _write_rows(rows, writer, batch_size, progress)
     return BatchStats(
         rows=done - failed,

@@ -27,11 +27,17 @@ from contextwright.cli.base import (
     OrderOpt,
     PresetOpt,
     QueryOpt,
+    ReaderKeyEnvOpt,
+    ReaderMaxTokensOpt,
+    ReaderModelOpt,
+    ReaderOpt,
+    ReaderTimeoutOpt,
     StoreOpt,
     TokenizerOpt,
     app,
     build_assembler,
     chat_prompts,
+    check_reader,
     err,
     fail,
     note_stdin,
@@ -44,22 +50,11 @@ from contextwright.cli.output import summary_line, warnings_once
 def ask_cmd(
     file: FileArg = "-",
     query: QueryOpt = None,
-    reader: Annotated[
-        str | None,
-        typer.Option(
-            help="OpenAI-compatible API root of the model that answers (e.g. http://127.0.0.1:8080/v1; "
-            "required): the same flag as eval and fit."
-        ),
-    ] = None,
-    reader_model: Annotated[
-        str | None, typer.Option(help="The model name the endpoint expects (required with --reader).")
-    ] = None,
-    reader_key_env: Annotated[
-        str,
-        typer.Option(help="Environment variable holding the API key (empty: send none)."),
-    ] = "OPENAI_API_KEY",
-    reader_max_tokens: Annotated[int, typer.Option(min=1, help="Most tokens of the answer.")] = 256,
-    reader_timeout: Annotated[float, typer.Option(help="Timeout of one request (s).")] = 60.0,
+    reader: ReaderOpt = None,
+    reader_model: ReaderModelOpt = None,
+    reader_key_env: ReaderKeyEnvOpt = "OPENAI_API_KEY",
+    reader_max_tokens: ReaderMaxTokensOpt = 256,
+    reader_timeout: ReaderTimeoutOpt = 60.0,
     model: ModelOpt = None,
     budget: BudgetOpt = None,
     preset: PresetOpt = "qa",
@@ -96,15 +91,8 @@ def ask_cmd(
     """Ask a model one question over the assembled context; print its answer and the sources it cites."""
     from contextwright.core.errors import ContextwrightError
 
-    if not reader or not reader_model:
-        fail(
-            "ask sends the context to a model: pass --reader URL (an OpenAI-compatible API root, e.g. "
-            "http://127.0.0.1:8080/v1) and --reader-model NAME."
-        )
-    if not reader.startswith(("http://", "https://")):
-        fail(
-            f"--reader must be the http(s) URL of an OpenAI-compatible API root; got {reader!r}, e.g. http://127.0.0.1:8080/v1."
-        )
+    check_reader(reader, reader_model, needed="ask sends the context to a model")
+    assert reader is not None and reader_model is not None  # checked just above
     prompts = chat_prompts(system, reask_bare)  # refused before any work, as assemble --messages
     handler = warnings_once()
     try:
@@ -190,15 +178,7 @@ def _print(answer: Any, ctx: Any, *, as_json: bool) -> None:
     """The answer and its sources on stdout (or one JSON object); the context's summary on stderr."""
     resolved = answer.citations
     if as_json:
-        data = {
-            "answer": answer.text,
-            "cited": [c.to_dict() for c in resolved.cited],
-            "missing": list(resolved.missing),
-            "bare": resolved.bare,
-            "reasked": answer.reasked,
-            "first": answer.first,
-            "context": ctx.to_dict(),
-        }
+        data = {**answer.to_dict(), "context": ctx.to_dict()}
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         return
     sys.stdout.write(_shown(answer.text.strip()) + "\n")

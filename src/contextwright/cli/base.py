@@ -257,28 +257,69 @@ MessagesOpt = Annotated[
 SystemOpt = Annotated[
     str,
     typer.Option(
-        help="With --messages: the system prompt (default, strict, soft, light, a text, or none); "
-        "default is a profile's prompt where it has one."
+        help="With --messages (batch: or --reader): the system prompt (default, strict, soft, light, "
+        "a text, or none); default is a profile's prompt where it has one."
     ),
 ]
 ReaskOpt = Annotated[
     str,
     typer.Option(
         "--reask-bare",
-        help="With --messages: the prompt of reask_messages (a name or a text; auto: a profile's reask, "
-        "else light; none: no reask_messages).",
+        help="With --messages (batch: or --reader): the prompt of the re-ask after a bare citation, "
+        "reask_messages (a name or a text; auto: a profile's reask, else light; none: never).",
     ),
 ]
 
 
-def chat_options(messages: bool, system: str, reask_bare: str) -> tuple[str | None, str | None] | None:
-    """``(system, reask_bare)`` for ``--messages`` (:func:`chat_prompts`); None without
-    ``--messages``. A prompt flag without it is refused."""
-    if not messages:
+def chat_options(
+    messages: bool, system: str, reask_bare: str, *, reader: bool | None = None
+) -> tuple[str | None, str | None] | None:
+    """``(system, reask_bare)`` for ``--messages`` or ``--reader`` (:func:`chat_prompts`); None
+    without either. A prompt flag without them is refused. ``reader``: whether ``--reader`` was
+    given; None for a command that has no ``--reader``."""
+    if not messages and not reader:
         if (system, reask_bare) != ("default", "auto"):
-            fail("--system and --reask-bare shape the chat of --messages: add --messages.")
+            wanted = "--messages or --reader: add one" if reader is not None else "--messages: add --messages"
+            fail(f"--system and --reask-bare shape the chat of {wanted}.")
         return None
     return chat_prompts(system, reask_bare)
+
+
+# -- the model a command sends the context to (ask; batch --reader) --
+
+ReaderOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="OpenAI-compatible API root of the model that answers (e.g. http://127.0.0.1:8080/v1): "
+        "the same flag as eval and fit."
+    ),
+]
+ReaderModelOpt = Annotated[
+    str | None, typer.Option(help="The model name the endpoint expects (required with --reader).")
+]
+ReaderKeyEnvOpt = Annotated[
+    str, typer.Option(help="Environment variable holding the API key (empty: send none).")
+]
+ReaderMaxTokensOpt = Annotated[int, typer.Option(min=1, help="Most tokens of an answer.")]
+ReaderTimeoutOpt = Annotated[float, typer.Option(help="Timeout of one request (s).")]
+
+
+def check_reader(reader: str | None, reader_model: str | None, *, needed: str | None = None) -> None:
+    """Refuse, before any work, a ``--reader`` that is not an http(s) URL or has no
+    ``--reader-model``; ``needed``: the command needs one (its purpose, for the message)."""
+    if reader is None and reader_model is None and needed is None:
+        return
+    if not reader or not reader_model:
+        what = needed or "--reader sends each context to a model"
+        fail(
+            f"{what}: pass --reader URL (an OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1) "
+            "and --reader-model NAME."
+        )
+    if not reader.startswith(("http://", "https://")):
+        fail(
+            f"--reader must be the http(s) URL of an OpenAI-compatible API root; got {reader!r}, "
+            "e.g. http://127.0.0.1:8080/v1."
+        )
 
 
 def chat_prompts(system: str, reask_bare: str) -> tuple[str | None, str | None]:

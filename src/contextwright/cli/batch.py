@@ -17,6 +17,10 @@ from contextwright.cli.base import (
     ModelOpt,
     OrderOpt,
     PresetOpt,
+    ReaderKeyEnvOpt,
+    ReaderMaxTokensOpt,
+    ReaderModelOpt,
+    ReaderTimeoutOpt,
     ReaskOpt,
     StoreOpt,
     SystemOpt,
@@ -25,6 +29,7 @@ from contextwright.cli.base import (
     chat_options,
     check_budget_and_model,
     check_outputs,
+    check_reader,
     err,
     fail,
     store_flag,
@@ -79,14 +84,25 @@ def batch_cmd(
         bool, typer.Option("--timings", help="Keep per-stage ms in the reports (output then varies).")
     ] = False,
     messages: MessagesOpt = False,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            help="Also ask this model each row's question over its context (an OpenAI-compatible API "
+            "root, e.g. http://127.0.0.1:8080/v1), as contextwright ask does: each row gets answer "
+            "{answer, cited, missing, bare, reasked, first}; --workers requests in flight."
+        ),
+    ] = None,
+    reader_model: ReaderModelOpt = None,
+    reader_key_env: ReaderKeyEnvOpt = "OPENAI_API_KEY",
+    reader_max_tokens: ReaderMaxTokensOpt = 256,
+    reader_timeout: ReaderTimeoutOpt = 60.0,
     system: SystemOpt = "default",
     reask_bare: ReaskOpt = "auto",
 ) -> None:
-    """Assemble every query of a file (locally or on Ray); failed rows go to an errors file."""
-    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+    """Assemble every query of a file (locally or on Ray); failed rows go to an errors file.
 
-    from contextwright.batch import BatchSettings, run_batch
-    from contextwright.core.errors import ContextwrightError
+    With --reader, also ask a model each question and keep its answer with the context."""
+    from contextwright.batch import BatchSettings
 
     if engine not in ("local", "ray"):
         fail(f"--engine must be local or ray; got {engine!r}.")
@@ -97,7 +113,9 @@ def batch_cmd(
         fail(f"--out-format must be jsonl, jsonl.gz or parquet; got {out_format!r}.")
     check_budget_and_model(budget, model)
     check_outputs(("OUTPUT", output), ("--errors", errors))
-    chat = chat_options(messages, system, reask_bare)  # each row's messages and reask_messages
+    check_reader(reader, reader_model)
+    prompts = chat_options(messages, system, reask_bare, reader=reader is not None)
+    asked = _reader(reader, reader_model, reader_key_env, reader_max_tokens, reader_timeout, prompts)
     settings = BatchSettings(
         preset=preset,
         model=model,
@@ -108,8 +126,62 @@ def batch_cmd(
         store=store,
         expand=expand,
         timings=timings,
-        messages=chat,
+        messages=prompts if messages else None,  # each row's messages and reask_messages
+        reader=asked,
     )
+    stats = _run(
+        input,
+        output,
+        engine=engine,
+        workers=workers,
+        errors=errors,
+        batch_size=batch_size,
+        out_format=out_format,
+        rows_per_file=rows_per_file,
+        settings=settings,
+    )
+    done = "assembled and asked" if asked is not None else "assembled"
+    line = (
+        f"{done} {stats.rows:,} rows into {output} with {engine} × {stats.workers} "
+        f"in {stats.seconds:.2f} s ({stats.per_second:,.1f} rows/s)"
+    )
+    if stats.errors:
+        line += f"; {stats.errors:,} error rows in {stats.errors_path}"
+    Console(highlight=False, soft_wrap=True).print(line)
+
+
+def _reader(
+    url: str | None,
+    model: str | None,
+    key_env: str,
+    max_tokens: int,
+    timeout_s: float,
+    prompts: tuple[str | None, str | None] | None,
+) -> Any:
+    """The :class:`~contextwright.batch.BatchReader` of ``--reader`` (checked), or None."""
+    from contextwright.batch import BatchReader
+
+    if url is None or model is None or prompts is None:
+        return None
+    return BatchReader(
+        url=url,
+        model=model,
+        key_env=key_env or None,
+        max_tokens=max_tokens,
+        timeout_s=timeout_s,
+        system=prompts[0],
+        reask_bare=prompts[1],
+    )
+
+
+def _run(input: str, output: str, *, engine: str, **options: Any) -> Any:
+    """:func:`~contextwright.batch.run_batch` under a progress bar (on a terminal); a failure is the
+    command's error."""
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    from contextwright.batch import run_batch
+    from contextwright.core.errors import ContextwrightError
+
     try:
         with Progress(
             TextColumn(f"batch ({engine})"),
@@ -120,29 +192,17 @@ def batch_cmd(
             disable=not err.is_terminal,
         ) as bar:
             task = bar.add_task("batch", total=None, done=0, errors=0)
-            stats = run_batch(
+            return run_batch(
                 input,
                 output,
                 engine=engine,  # type: ignore[arg-type]
-                workers=workers,
-                errors=errors,
-                batch_size=batch_size,
-                out_format=out_format,  # type: ignore[arg-type]
-                rows_per_file=rows_per_file,
-                settings=settings,
                 progress=lambda done, failed: bar.update(task, done=done, errors=failed),
+                **options,
             )
     except ContextwrightError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output!r}: {exc.strerror or exc}")
-    line = (
-        f"assembled {stats.rows:,} rows into {output} with {engine} × {stats.workers} "
-        f"in {stats.seconds:.2f} s ({stats.per_second:,.1f} rows/s)"
-    )
-    if stats.errors:
-        line += f"; {stats.errors:,} error rows in {stats.errors_path}"
-    Console(highlight=False, soft_wrap=True).print(line)
 
 
 # -- dedup-corpus: near duplicates over a whole corpus (contextwright.batch.corpus_dedup) --

@@ -175,6 +175,20 @@ class Answer:
     reasked: bool = False
     first: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``answer`` (the reply shown), ``cited`` (each cited block's
+        :meth:`Citation.to_dict`), ``missing``, ``bare``, ``reasked`` and ``first``; what
+        ``contextwright ask --json`` prints and ``batch --reader`` writes in each row."""
+        resolved = self.citations
+        return {
+            "answer": self.text,
+            "cited": [c.to_dict() for c in resolved.cited],
+            "missing": list(resolved.missing),
+            "bare": resolved.bare,
+            "reasked": self.reasked,
+            "first": self.first,
+        }
+
 
 _BARE_WORDS = re.compile(r"\b(?:the|sources?|see|according to|answer|is|in)\b", re.IGNORECASE)
 _FILLER = re.compile(r"[\s\W_]*", re.UNICODE)
