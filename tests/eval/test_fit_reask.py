@@ -157,8 +157,8 @@ def test_fit_reask_bare_from_the_command_line(
 def test_each_confirmed_budget_carries_the_interval_its_worse_gate_reads(
     serve: Callable[[Script], ChatServer], dev16: list[Any], tmp_path: Path
 ) -> None:
-    """Two budgets: each confirmation also holds its paired interval at the Bonferroni level over
-    the two (97.5 %), wider than its 95 % one, and the profile keeps it."""
+    """Two budgets: each confirmation also holds its paired interval simultaneous over the two
+    (max-T), never narrower than its 95 % one, and the profile keeps it."""
     server = serve(pointer(dev16))
     with Reader(server.base_url, model="m", cache=tmp_path / "c.sqlite", max_tokens=12) as reader:
         result = fit_profile(

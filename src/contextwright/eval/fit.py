@@ -54,6 +54,7 @@ from typing import Any
 
 from contextwright.core.errors import ConfigError, LLMError
 from contextwright.eval.data import EvalQuery
+from contextwright.eval.fit_confirm import Confirmation, confirm_profile
 from contextwright.eval.fit_race import (
     Asker,
     FitProgress,
@@ -61,16 +62,12 @@ from contextwright.eval.fit_race import (
     RaceRules,
     Trial,
     answer_depths,
-    holds_answer,
-    mean,
     race_knob,
 )
 from contextwright.eval.fit_space import DEFAULT_SPACE, KNOBS, START, candidate_config, label
-from contextwright.eval.gate import check_rule, fails, family_interval
-from contextwright.eval.metrics import mcnemar_exact, paired_bootstrap_delta
+from contextwright.eval.gate import check_rule, fails
 from contextwright.eval.reader_client import Reader
 from contextwright.eval.reader_results import BARE_LIMIT
-from contextwright.eval.strategies import NaiveStrategy, PipelineStrategy
 from contextwright.render.messages import check_reask, reask_prompt
 from contextwright.stages.dedup import normalize_text
 from contextwright.tokens import CachedTokenizer, Tokenizer, get_tokenizer
@@ -79,40 +76,6 @@ __all__ = ["Confirmation", "FitResult", "Trial", "fit_profile", "guard_set", "sp
 
 #: The fewest queries per part: under this a 95 % interval on a binary score is wider than ±14 points.
 MIN_PER_PART = 50
-
-
-@dataclass(frozen=True, slots=True)
-class Confirmation:
-    """The chosen setting against ``naive`` at one budget, on the held-out queries.
-
-    Shares are in 0-1; ``delta`` and its interval are profile minus naive.
-    """
-
-    budget: int
-    queries: int
-    accuracy: float
-    naive_accuracy: float
-    delta: float
-    delta_low: float
-    delta_high: float
-    p_value: float
-    tokens_mean: float
-    naive_tokens_mean: float
-    retention: float
-    naive_retention: float
-    bare_share: float
-    naive_bare_share: float
-    #: The share of the profile's held-out replies asked again (``fit --reask-bare``; 0 without it).
-    reask_share: float = 0.0
-    #: The paired interval at the gate's Bonferroni level over the budgets (``--fail-if worse`` reads
-    #: it: :func:`~contextwright.eval.gate.family_confidence`); ``None`` with one budget (the 95 % one).
-    family_low: float | None = None
-    family_high: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None
-        }  # TOML has no null
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +293,7 @@ def fit_profile(
         trials.extend(knob_trials)
     config = candidate_config(setting, prior=prior)
     failed_before = asker.failed
-    confirmations = _confirm(asker, config, confirm)
+    confirmations = confirm_profile(asker, config, confirm)
     _check_measured(asker, reader)
     _check_confirmed(asker.failed - failed_before, 2 * len(confirm) * len(asker.budgets), reader)
     meta = {
@@ -509,49 +472,10 @@ def _check_confirmed(failed: int, asked: int, reader: Reader) -> None:
 
 
 def _gated(rule: str, c: Confirmation) -> tuple[float, float]:
-    """The interval ``rule`` reads: for ``worse``, the Bonferroni one over the budgets where there is one."""
+    """The interval ``rule`` reads: for ``worse``, the one simultaneous over the budgets where there is one."""
     if rule == "worse" and c.family_low is not None and c.family_high is not None:
         return c.family_low, c.family_high
     return c.delta_low, c.delta_high
-
-
-def _confirm(asker: Asker, config: Mapping[str, Any], queries: Sequence[EvalQuery]) -> list[Confirmation]:
-    """The profile against naive at each budget on the held-out queries."""
-    profile = PipelineStrategy(str(config.get("name", "profile")), config)
-    got = asker.ask("confirm", [profile, NaiveStrategy()], queries)
-    out = []
-    for k, budget in enumerate(asker.budgets):
-        mine = [got[(0, q.id)][k] for q in queries]
-        base = [got[(1, q.id)][k] for q in queries]
-        x = [bool(a.ok and a.correct) for _, a in base]
-        y = [bool(a.ok and a.correct) for _, a in mine]
-        boot = paired_bootstrap_delta(x, y)
-        assert boot is not None  # queries is never empty here
-        b = sum(1 for u, v in zip(x, y, strict=True) if u and not v)
-        c = sum(1 for u, v in zip(x, y, strict=True) if v and not u)
-        family_low, family_high = family_interval(x, y, len(asker.budgets)) or (None, None)
-        out.append(
-            Confirmation(
-                budget=budget,
-                queries=len(queries),
-                accuracy=mean(y),
-                naive_accuracy=mean(x),
-                delta=boot[0],
-                delta_low=boot[1],
-                delta_high=boot[2],
-                p_value=mcnemar_exact(b, c),
-                tokens_mean=mean(a.tokens_sent for _, a in mine),
-                naive_tokens_mean=mean(a.tokens_sent for _, a in base),
-                retention=mean(holds_answer(r) for r, _ in mine),
-                naive_retention=mean(holds_answer(r) for r, _ in base),
-                bare_share=mean(a.bare for _, a in mine),
-                naive_bare_share=mean(a.bare for _, a in base),
-                reask_share=mean(a.reasked for _, a in mine),
-                family_low=family_low,
-                family_high=family_high,
-            )
-        )
-    return out
 
 
 def verdict(result: FitResult) -> str:
