@@ -182,3 +182,48 @@ def test_batch_reader_with_a_real_model_answers_as_ask_does(
             lib = contextwright.ask(ctx, lambda m: client.complete(m, max_tokens=32))  # type: ignore[arg-type]
             assert row["answer"]["answer"] == lib.text and lib.text.strip()
             assert row["answer"] == lib.to_dict()
+
+
+def test_a_rerun_with_the_reply_cache_asks_only_the_rows_that_failed(
+    four: Path, tmp_path: Path, dev_queries: list[dict[str, Any]]
+) -> None:
+    """``--reader-cache``: the first run's third row fails (HTTP 500); run again against a model
+    that now answers, only that row's request is sent, and every other row reads as before."""
+    failing = {dev_queries[2]["question"]}
+
+    def script(body: dict[str, Any]) -> tuple[int, Any]:
+        user = body["messages"][-1]["content"]
+        if any(q in user for q in failing):
+            return 500, {"error": {"message": "overloaded"}}
+        return reply("Paris [1].")
+
+    server = ChatServer(script)
+    cache = tmp_path / "replies.sqlite"
+    try:
+        args = ["--budget", "400", "--reader", server.base_url, "--reader-model", "m", "--workers", "2"]
+        first = runner.invoke(
+            app, ["batch", str(four), str(tmp_path / "1.jsonl"), *args, "--reader-cache", str(cache)]
+        )
+        assert first.exit_code == 0, first.output
+        assert "3 rows" in first.stdout and "1 error rows" in first.stdout
+        sent = len(server.asked())
+        failing.clear()
+        again = runner.invoke(
+            app, ["batch", str(four), str(tmp_path / "2.jsonl"), *args, "--reader-cache", str(cache)]
+        )
+        assert again.exit_code == 0, again.output
+        resent = server.asked()[sent:]
+    finally:
+        server.close()
+    assert sent == 3 + 2  # three rows answered; the failing one tried twice (one retry)
+    assert len(resent) == 1 and dev_queries[2]["question"] in resent[0]["messages"][-1]["content"]
+    before, after = _rows(tmp_path / "1.jsonl"), _rows(tmp_path / "2.jsonl")
+    assert [r["id"] for r in after] == [q["id"] for q in dev_queries[:4]]
+    assert [r for r in after if r["id"] != dev_queries[2]["id"]] == before
+    assert (
+        runner.invoke(
+            app,
+            ["batch", str(four), str(tmp_path / "3.jsonl"), "--budget", "400", "--reader-cache", str(cache)],
+        ).exit_code
+        == 2
+    )

@@ -38,6 +38,9 @@ class BatchReader:
         system: The prompt of the first request (as :meth:`AssembledContext.messages`).
         reask_bare: The prompt of the second request after a bare citation; ``auto``: a profile's
             ``reask``, else ``light``; None: never.
+        cache: A SQLite file of replies (:class:`~contextwright.clients.replies.ReplyCache`, the
+            key ``eval --reader-cache`` uses), shared by the workers: a request asked before is
+            answered from it, so a job re-run after some rows failed sends only theirs. None: no cache.
     """
 
     url: str
@@ -48,6 +51,7 @@ class BatchReader:
     retries: int = 1
     system: str | None = "default"
     reask_bare: str | None = "auto"
+    cache: str | None = None
 
     def __post_init__(self) -> None:
         from contextwright.core.errors import ConfigError
@@ -255,6 +259,11 @@ class RowAssembler:
                 loc=("reader",),
             )
         self.client = reader.client() if reader is not None else None  # one per worker, for its life
+        self.replies = None
+        if reader is not None and reader.cache is not None:
+            from contextwright.clients.replies import ReplyCache
+
+            self.replies = ReplyCache(reader.cache, flag="reader.cache (--reader-cache)")
 
     def __call__(self, row: Any, where: str = "") -> BatchRow:
         if isinstance(row, Record):
@@ -300,22 +309,35 @@ class RowAssembler:
         """:func:`contextwright.ask` of ``ctx`` through this worker's client, as a JSON-ready dict."""
         from contextwright.render.cite import ask
 
-        reader, client = self.settings.reader, self.client
-        assert reader is not None and client is not None  # called only with a reader
-        got = ask(
-            ctx,
-            lambda m: client.complete(m, max_tokens=reader.max_tokens),
-            query,
-            system=reader.system,
-            reask_bare=reader.reask_bare,
-        )
+        reader = self.settings.reader
+        assert reader is not None  # called only with a reader
+        got = ask(ctx, self._reply, query, system=reader.system, reask_bare=reader.reask_bare)
         out: dict[str, Any] = got.to_dict()
         return out
+
+    def _reply(self, messages: Any) -> str:
+        """The model's reply to ``messages``: from the reply cache when it holds it, else asked
+        (and kept there unless empty)."""
+        from contextwright.clients.replies import reply_key
+
+        reader, client = self.settings.reader, self.client
+        assert reader is not None and client is not None  # called only with a reader
+        key = reply_key(reader.url, reader.model, messages, reader.max_tokens, 0.0)
+        hit = self.replies.get(key) if self.replies is not None else None
+        if hit is not None:
+            return hit.content
+        reply = client.chat(messages, temperature=0.0, max_tokens=reader.max_tokens)
+        if self.replies is not None and reply.content.strip():
+            self.replies.put(key, reader.url, reader.model, reply)
+        content: str = reply.content
+        return content
 
     def close(self) -> None:
         """Close the reader's client, if any (a worker's closes when its process ends)."""
         if self.client is not None:
             self.client.close()
+        if self.replies is not None:
+            self.replies.close()
 
     def many(self, rows: Sequence[tuple[str, Any]]) -> list[BatchRow]:
         """``self(row, where)`` for each ``(where, row)``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
@@ -96,6 +97,13 @@ def batch_cmd(
     reader_key_env: ReaderKeyEnvOpt = "OPENAI_API_KEY",
     reader_max_tokens: ReaderMaxTokensOpt = 256,
     reader_timeout: ReaderTimeoutOpt = 60.0,
+    reader_cache: Annotated[
+        str | None,
+        typer.Option(
+            help="SQLite file of the reader's replies, shared by the workers: a re-run sends only the "
+            "requests not in it (e.g. the rows that failed). Default: no cache."
+        ),
+    ] = None,
     system: SystemOpt = "default",
     reask_bare: ReaskOpt = "auto",
 ) -> None:
@@ -115,7 +123,11 @@ def batch_cmd(
     check_outputs(("OUTPUT", output), ("--errors", errors))
     check_reader(reader, reader_model)
     prompts = chat_options(messages, system, reask_bare, reader=reader is not None)
+    if reader_cache is not None and reader is None:
+        fail("--reader-cache keeps the replies of --reader: pass --reader URL --reader-model NAME too.")
     asked = _reader(reader, reader_model, reader_key_env, reader_max_tokens, reader_timeout, prompts)
+    if asked is not None and reader_cache is not None:
+        asked = replace(asked, cache=reader_cache)
     settings = BatchSettings(
         preset=preset,
         model=model,

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import sqlite3
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict
 from pathlib import Path
 
 from contextwright.clients.chat import ChatClient, ChatReply
+from contextwright.clients.replies import ReplyCache, reply_key
 from contextwright.core.errors import ConfigError, LLMError
 
 logger = logging.getLogger(__name__)
@@ -32,46 +27,6 @@ def default_cache_path() -> Path:
     """``$XDG_CACHE_HOME/contextwright/reader.sqlite`` (``~/.cache/...`` by default)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "contextwright" / "reader.sqlite"
-
-
-class _Cache:
-    """Replies on disk: one SQLite row per request key, committed as each reply arrives."""
-
-    def __init__(self, path: str | Path | None) -> None:
-        self.path = str(path) if path is not None else ":memory:"
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, endpoint TEXT, model TEXT, "
-                "reply TEXT NOT NULL, created REAL)"
-            )
-        except sqlite3.Error as exc:
-            raise ConfigError(
-                f"cannot open the reader cache {self.path!r}: {exc}. Pass --reader-cache with a writable path."
-            ) from None
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> ChatReply | None:
-        with self._lock:
-            row = self._db.execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        return ChatReply(**json.loads(row[0]))
-
-    def put(self, key: str, endpoint: str, model: str, reply: ChatReply) -> None:
-        data = json.dumps(asdict(reply), ensure_ascii=False)
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?)",
-                (key, endpoint, model, data, time.time()),
-            )
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
 
 
 class Reader:
@@ -133,7 +88,7 @@ class Reader:
         self.temperature = float(temperature)
         self.max_concurrency = self.client.max_concurrency
         self.system = system
-        self._cache = _Cache(cache)
+        self._cache = ReplyCache(cache)
         self.cache_path = self._cache.path
         self._checked = False
         self.offline = offline
@@ -151,18 +106,7 @@ class Reader:
 
     def key(self, messages: Sequence[Mapping[str, str]]) -> str:
         """The cache key of a request: endpoint, model, messages and generation settings."""
-        blob = json.dumps(
-            {
-                "endpoint": self.cache_endpoint,
-                "model": self.model,
-                "messages": [dict(m) for m in messages],
-                "max_tokens": self.max_tokens,
-                "temperature": self.temperature,
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return reply_key(self.cache_endpoint, self.model, messages, self.max_tokens, self.temperature)
 
     def cached(self, messages: Sequence[Mapping[str, str]]) -> ChatReply | None:
         """The cached reply to ``messages``, or ``None``."""
