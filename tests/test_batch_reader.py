@@ -65,7 +65,7 @@ def test_each_row_holds_the_answer_to_its_chat_and_a_failed_request_is_its_error
     out = tmp_path / "out.jsonl"
     reader = BatchReader(url=scripted.base_url, model="m", retries=0)
     stats = run_batch(four, out, workers=1, budget=500, reader=reader)
-    assert (stats.rows, stats.errors) == (3, 1)
+    assert (stats.rows, stats.errors, stats.answers) == (3, 1, (3, 1, 0))  # one bare reply, asked again
     rows = _rows(out)
     assert [r["id"] for r in rows] == [dev_queries[i]["id"] for i in (0, 1, 3)]
     assembler = Assembler("qa", budget=500)
@@ -105,6 +105,7 @@ def test_cli_batch_reader_in_workers_writes_the_answers_to_jsonl_and_parquet(
         got = runner.invoke(app, ["batch", str(four), str(tmp_path / "a.jsonl"), "--workers", "2", *args])
         assert got.exit_code == 0, got.output
         assert "assembled and asked 4 rows" in got.stdout
+        assert "; 4 answered, 0 asked again after a bare citation, 0 still bare" in got.stdout
         got = runner.invoke(app, ["batch", str(four), str(tmp_path / "a.parquet"), "--workers", "1", *args])
         assert got.exit_code == 0, got.output
         asked = server.asked()

@@ -128,6 +128,7 @@ class Writer:
         self.out = out
         self.extra = extra  # Parquet: these columns too (extra_columns)
         self.errors = ErrorFile(errors)
+        self.answers = [0, 0, 0]  # answered, re-asked, still bare (rows with a reader's answer)
         self.parquet = out_format == "parquet"
         self._buffer: list[dict[str, Any]] = []
         self._pq_writer: Any = None
@@ -144,6 +145,11 @@ class Writer:
         if row.record is None:
             self.errors.write(row.error_dict())
             return
+        answer = row.record.get("answer")
+        if answer is not None:
+            self.answers[0] += 1
+            self.answers[1] += bool(answer["reasked"])
+            self.answers[2] += bool(answer["bare"])
         if self.parquet:
             self._buffer.append(parquet_row(row.record, self.extra))
             if len(self._buffer) >= 1024:
@@ -176,6 +182,9 @@ class BatchStats:
     workers: int
     seconds: float
     errors_path: str | None
+    #: With a reader, into one file: ``(answered, asked again after a bare citation, still bare)``
+    #: over the rows written (None without a reader, or for part files Ray wrote).
+    answers: tuple[int, int, int] | None = None
 
     @property
     def per_second(self) -> float:

@@ -141,6 +141,7 @@ def run_batch(
         workers=n,
         seconds=time.perf_counter() - start,
         errors_path=errors_path if failed else None,
+        answers=(writer.answers[0], writer.answers[1], writer.answers[2]) if s.reader is not None else None,
     )
 
 

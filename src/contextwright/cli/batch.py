@@ -157,6 +157,9 @@ def batch_cmd(
         f"{done} {stats.rows:,} rows into {output} with {engine} × {stats.workers} "
         f"in {stats.seconds:.2f} s ({stats.per_second:,.1f} rows/s)"
     )
+    if stats.answers is not None:
+        answered, reasked, bare = stats.answers
+        line += f"; {answered:,} answered, {reasked:,} asked again after a bare citation, {bare:,} still bare"
     if stats.errors:
         line += f"; {stats.errors:,} error rows in {stats.errors_path}"
     Console(highlight=False, soft_wrap=True).print(line)
