@@ -49,7 +49,7 @@ def _judged(answers: list[ReaderAnswer]) -> list[tuple[str, int, float, float]]:
 def test_the_words_name_the_simultaneous_intervals() -> None:
     assert rule_test("worse", 1) == FAIL_RULES["worse"][1] == "the whole 95 % interval below zero"
     assert rule_test("worse", 6) == (
-        "the whole 95 % interval below zero (simultaneous over 6 comparisons: max-T bootstrap)"
+        "the whole 95 % interval below zero, simultaneous over 6 comparisons (max-T bootstrap)"
     )
     for rule in ("under-naive", "not-better"):  # one reads point estimates; the other needs no correction
         assert rule_test(rule, 6) == FAIL_RULES[rule][1]

@@ -70,12 +70,12 @@ def fails(rule: str, delta: float, low: float, high: float) -> bool:
 
 def rule_test(rule: str, comparisons: int) -> str:
     """The test ``rule`` applies to each of ``comparisons``, in words (the ``worse`` gate's
-    simultaneous intervals over several), e.g. "the whole 95 % interval below zero (simultaneous
-    over 6 comparisons: max-T bootstrap)"."""
+    simultaneous intervals over several), e.g. "the whole 95 % interval below zero, simultaneous
+    over 6 comparisons (max-T bootstrap)"."""
     test = FAIL_RULES[rule][1]
     if rule != "worse" or comparisons < 2:
         return test
-    return test + f" (simultaneous over {comparisons} comparisons: max-T bootstrap)"
+    return test + f", simultaneous over {comparisons} comparisons (max-T bootstrap)"
 
 
 def gate_intervals(
