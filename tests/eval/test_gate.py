@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from contextwright.core.errors import ConfigError
 from contextwright.eval.fit import Confirmation, FitResult
 from contextwright.eval.fit_space import START, candidate_config
 from contextwright.eval.gate import FAIL_RULES, fails, gate_intervals, joint_intervals, rule_test
@@ -78,6 +79,10 @@ def test_joint_intervals_widen_with_independent_comparisons_not_with_copies() ->
     assert 0.1 < _width(alone) < 0.3
     assert joint_intervals([{}, one])[0] is None and joint_intervals([]) == []
     assert joint_intervals([one], own=[(-0.9, 0.9)]) == [(-0.9, 0.9)]  # never narrower than its own
+    with pytest.raises(ConfigError, match=r"confidence must be in \(0, 1\), e.g. 0.95; got 95"):
+        joint_intervals([one], confidence=95)
+    with pytest.raises(ConfigError, match="iterations must be a positive integer"):
+        joint_intervals([one], iterations=0)
 
 
 def test_a_gate_over_comparisons_reading_as_naive_fails_by_chance_about_one_run_in_forty() -> None:

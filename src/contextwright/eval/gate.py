@@ -134,6 +134,14 @@ def joint_intervals(
     """
     import statistics
 
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ConfigError(
+            f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}.", loc=("confidence",)
+        )
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ConfigError(
+            f"iterations must be a positive integer, e.g. 2000; got {iterations!r}.", loc=("iterations",)
+        )
     ids = list(dict.fromkeys(q for o in outcomes for q in o))
     diffs = [[float(o[q][1]) - float(o[q][0]) if q in o else 0.0 for q in ids] for o in outcomes]
     held = [[1 if q in o else 0 for q in ids] for o in outcomes]
