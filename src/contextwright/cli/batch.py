@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
@@ -125,9 +124,9 @@ def batch_cmd(
     prompts = chat_options(messages, system, reask_bare, reader=reader is not None)
     if reader_cache is not None and reader is None:
         fail("--reader-cache keeps the replies of --reader: pass --reader URL --reader-model NAME too.")
-    asked = _reader(reader, reader_model, reader_key_env, reader_max_tokens, reader_timeout, prompts)
-    if asked is not None and reader_cache is not None:
-        asked = replace(asked, cache=reader_cache)
+    asked = _reader(
+        reader, reader_model, reader_key_env, reader_max_tokens, reader_timeout, reader_cache, prompts
+    )
     settings = BatchSettings(
         preset=preset,
         model=model,
@@ -171,6 +170,7 @@ def _reader(
     key_env: str,
     max_tokens: int,
     timeout_s: float,
+    cache: str | None,
     prompts: tuple[str | None, str | None] | None,
 ) -> Any:
     """The :class:`~contextwright.batch.BatchReader` of ``--reader`` (checked), or None."""
@@ -186,6 +186,7 @@ def _reader(
         timeout_s=timeout_s,
         system=prompts[0],
         reask_bare=prompts[1],
+        cache=cache,
     )
 
 
