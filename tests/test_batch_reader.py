@@ -228,3 +228,40 @@ def test_a_rerun_with_the_reply_cache_asks_only_the_rows_that_failed(
         ).exit_code
         == 2
     )
+
+
+def test_a_worker_asks_its_rows_concurrency_at_a_time_and_keeps_their_order(
+    tmp_path: Path, dev_queries: list[dict[str, Any]]
+) -> None:
+    """``BatchReader(concurrency=3)``: a worker assembles its batch, then has 3 requests in flight at
+    once (never more), against a server that takes 0.3 s a reply; the rows keep the input order."""
+    import threading
+    import time
+
+    lock, live, most = threading.Lock(), [0], [0]
+    questions = [q["question"] for q in dev_queries[:8]]
+
+    def script(body: dict[str, Any]) -> tuple[int, Any]:
+        with lock:
+            live[0] += 1
+            most[0] = max(most[0], live[0])
+        time.sleep(0.3)
+        with lock:
+            live[0] -= 1
+        n = next(i for i, q in enumerate(questions) if q in body["messages"][-1]["content"])
+        return reply(f"Answer {n} [1].")
+
+    server = ChatServer(script)
+    src = tmp_path / "eight.jsonl"
+    src.write_text("".join(json.dumps(q) + "\n" for q in dev_queries[:8]), encoding="utf-8")
+    try:
+        reader = BatchReader(url=server.base_url, model="m", concurrency=3)
+        stats = run_batch(src, tmp_path / "out.jsonl", workers=1, budget=300, batch_size=8, reader=reader)
+    finally:
+        server.close()
+    assert (stats.rows, stats.errors) == (8, 0) and most[0] == 3
+    rows = _rows(tmp_path / "out.jsonl")
+    assert [r["answer"]["answer"] for r in rows] == [f"Answer {n} [1]." for n in range(8)]
+    assert [r["id"] for r in rows] == [q["id"] for q in dev_queries[:8]]
+    with pytest.raises(ConfigError, match=r"reader\.concurrency must be .* got 0"):
+        BatchReader(url=server.base_url, model="m", concurrency=0)

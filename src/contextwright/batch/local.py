@@ -116,8 +116,12 @@ def _rows(
         )
         n = 1
     if n == 1:
-        for where, row in numbered:
-            yield local(row, where)
+        if s.reader is None:  # row by row: each is yielded as soon as it is assembled
+            for where, row in numbered:
+                yield local(row, where)
+            return
+        for batch in batched(numbered, batch_size):  # a batch's questions asked concurrently
+            yield from local.many(batch)
         return
     try:
         pickle.dumps(s)

@@ -105,7 +105,7 @@ class _RayAssemble:
 
     def __call__(self, batch: Any) -> Any:
         records = [pickle.loads(b) for b in batch.column("record").to_pylist()]
-        out = [self.worker(r) for r in records]
+        out = self.worker.many([("", r) for r in records])  # a reader's requests: concurrently
         if self.mode == "rows":
             return {"row": [pickle.dumps(r) for r in out]}
         import pyarrow as pa

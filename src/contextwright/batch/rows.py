@@ -24,8 +24,8 @@ class BatchReader:
     OpenAI-compatible chat endpoint, asked as :func:`contextwright.ask` asks (once more after a
     bare citation).
 
-    Each worker process (or Ray actor) opens its own client and sends its rows one after the
-    other, so ``workers`` is the number of requests in flight.
+    Each worker process (or Ray actor) opens its own client and asks the rows of each batch it
+    assembled ``concurrency`` at a time, so ``workers × concurrency`` requests are in flight.
 
     Attributes:
         url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
@@ -38,6 +38,9 @@ class BatchReader:
         system: The prompt of the first request (as :meth:`AssembledContext.messages`).
         reask_bare: The prompt of the second request after a bare citation; ``auto``: a profile's
             ``reask``, else ``light``; None: never.
+        concurrency: Requests in flight per worker: a worker assembles its batch of rows
+            (``batch_size``), then asks their questions this many at a time; ``workers ×
+            concurrency`` in all.
         cache: A SQLite file of replies (:class:`~contextwright.clients.replies.ReplyCache`, the
             key ``eval --reader-cache`` uses), shared by the workers: a request asked before is
             answered from it, so a job re-run after some rows failed sends only theirs. None: no cache.
@@ -52,6 +55,7 @@ class BatchReader:
     system: str | None = "default"
     reask_bare: str | None = "auto"
     cache: str | None = None
+    concurrency: int = 4
 
     def __post_init__(self) -> None:
         from contextwright.core.errors import ConfigError
@@ -75,6 +79,13 @@ class BatchReader:
                 "and its citations.",
                 loc=("reader", "max_tokens"),
             )
+        k = self.concurrency
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 256:
+            raise ConfigError(
+                f"reader.concurrency must be a number of requests in flight per worker in [1, 256]; got "
+                f"{k!r}. 4 suits a hosted API; 1 sends one request at a time (a local server with one slot).",
+                loc=("reader", "concurrency"),
+            )
         check_chat(self.system, self.reask_bare, fields=("reader.system", "reader.reask_bare"))
 
     def client(self) -> Any:
@@ -86,7 +97,12 @@ class BatchReader:
 
         key = os.environ.get(self.key_env) if self.key_env else None
         return ChatClient(
-            self.url, model=self.model, api_key=key, timeout_s=self.timeout_s, retries=self.retries
+            self.url,
+            model=self.model,
+            api_key=key,
+            timeout_s=self.timeout_s,
+            retries=self.retries,
+            max_concurrency=self.concurrency,  # its connection pool: one connection per request in flight
         )
 
 
@@ -266,6 +282,12 @@ class RowAssembler:
             self.replies = ReplyCache(reader.cache, flag="reader.cache (--reader-cache)")
 
     def __call__(self, row: Any, where: str = "") -> BatchRow:
+        done = self._assemble(row, where)
+        return done if isinstance(done, BatchRow) else self._asked(done)
+
+    def _assemble(self, row: Any, where: str) -> BatchRow | _Pending:
+        """The row assembled: its finished row (an error, or a record when no model is asked), or
+        what asking the model needs."""
         if isinstance(row, Record):
             where = row.where
             if row.error is not None:  # unreadable where it was read: already an error row
@@ -294,16 +316,22 @@ class RowAssembler:
             from contextwright.render.cite import chat_messages
 
             record.update(chat_messages(ctx, *self.settings.messages))
-        if self.client is not None:
-            try:
-                record["answer"] = self._answer(ctx, item.query)
-            except Exception as exc:  # the model's failure is this row's, as a store's would be
-                error = (
-                    f"{type(exc).__name__}: the context was assembled ({ctx.tokens} tokens) but "
-                    f"asking {self.client.model!r} failed: {exc}"
-                )
-                return BatchRow(id=item.id, error=error, input=_preview(row), where=where)
-        return BatchRow(id=item.id, record=record, where=where)
+        if self.client is None:
+            return BatchRow(id=item.id, record=record, where=where)
+        return _Pending(item.id, item.query, ctx, record, row, where)
+
+    def _asked(self, pending: _Pending) -> BatchRow:
+        """``pending``'s row with the model's answer, or its error row when asking failed."""
+        try:
+            pending.record["answer"] = self._answer(pending.ctx, pending.query)
+        except Exception as exc:  # the model's failure is this row's, as a store's would be
+            model = self.client.model if self.client is not None else "?"
+            error = (
+                f"{type(exc).__name__}: the context was assembled ({pending.ctx.tokens} tokens) but "
+                f"asking {model!r} failed: {exc}"
+            )
+            return BatchRow(id=pending.id, error=error, input=_preview(pending.row), where=pending.where)
+        return BatchRow(id=pending.id, record=pending.record, where=pending.where)
 
     def _answer(self, ctx: Any, query: str) -> dict[str, Any]:
         """:func:`contextwright.ask` of ``ctx`` through this worker's client, as a JSON-ready dict."""
@@ -340,5 +368,28 @@ class RowAssembler:
             self.replies.close()
 
     def many(self, rows: Sequence[tuple[str, Any]]) -> list[BatchRow]:
-        """``self(row, where)`` for each ``(where, row)``."""
-        return [self(r, w) for w, r in rows]
+        """``self(row, where)`` for each ``(where, row)``, in order; with a reader, the rows are
+        assembled first and then asked ``reader.concurrency`` at a time (threads: the requests
+        wait on the network, not on this process)."""
+        done = [self._assemble(r, w) for w, r in rows]
+        pending = [d for d in done if isinstance(d, _Pending)]
+        reader = self.settings.reader
+        if not pending or reader is None or reader.concurrency < 2 or len(pending) < 2:
+            return [d if isinstance(d, BatchRow) else self._asked(d) for d in done]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(reader.concurrency, len(pending))) as pool:
+            asked = dict(zip(map(id, pending), pool.map(self._asked, pending), strict=True))
+        return [d if isinstance(d, BatchRow) else asked[id(d)] for d in done]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A row assembled and waiting for the model's answer (:meth:`RowAssembler.many`)."""
+
+    id: str
+    query: str
+    ctx: Any
+    record: dict[str, Any]
+    row: Any
+    where: str

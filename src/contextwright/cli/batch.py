@@ -89,13 +89,22 @@ def batch_cmd(
         typer.Option(
             help="Also ask this model each row's question over its context (an OpenAI-compatible API "
             "root, e.g. http://127.0.0.1:8080/v1), as contextwright ask does: each row gets answer "
-            "{answer, cited, missing, bare, reasked, first}; --workers requests in flight."
+            "{answer, cited, missing, bare, reasked, first}."
         ),
     ] = None,
     reader_model: ReaderModelOpt = None,
     reader_key_env: ReaderKeyEnvOpt = "OPENAI_API_KEY",
     reader_max_tokens: ReaderMaxTokensOpt = 256,
     reader_timeout: ReaderTimeoutOpt = 60.0,
+    reader_concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Requests in flight per worker: each worker assembles a batch of rows, then asks their "
+            "questions this many at a time (--workers × this in all; 1 for a local server with one slot).",
+        ),
+    ] = 4,
     reader_cache: Annotated[
         str | None,
         typer.Option(
@@ -125,7 +134,14 @@ def batch_cmd(
     if reader_cache is not None and reader is None:
         fail("--reader-cache keeps the replies of --reader: pass --reader URL --reader-model NAME too.")
     asked = _reader(
-        reader, reader_model, reader_key_env, reader_max_tokens, reader_timeout, reader_cache, prompts
+        reader,
+        reader_model,
+        reader_key_env,
+        prompts,
+        max_tokens=reader_max_tokens,
+        timeout_s=reader_timeout,
+        cache=reader_cache,
+        concurrency=reader_concurrency,
     )
     settings = BatchSettings(
         preset=preset,
@@ -168,25 +184,17 @@ def _reader(
     url: str | None,
     model: str | None,
     key_env: str,
-    max_tokens: int,
-    timeout_s: float,
-    cache: str | None,
     prompts: tuple[str | None, str | None] | None,
+    **settings: Any,
 ) -> Any:
-    """The :class:`~contextwright.batch.BatchReader` of ``--reader`` (checked), or None."""
+    """The :class:`~contextwright.batch.BatchReader` of ``--reader`` (checked), or None;
+    ``settings``: its other fields."""
     from contextwright.batch import BatchReader
 
     if url is None or model is None or prompts is None:
         return None
     return BatchReader(
-        url=url,
-        model=model,
-        key_env=key_env or None,
-        max_tokens=max_tokens,
-        timeout_s=timeout_s,
-        system=prompts[0],
-        reask_bare=prompts[1],
-        cache=cache,
+        url=url, model=model, key_env=key_env or None, system=prompts[0], reask_bare=prompts[1], **settings
     )
 
 
