@@ -81,7 +81,7 @@ def main() -> None:
                         counts[j] += failed
                 shares = [f"{100 * c / args.runs:.1f}%" for c in counts]
                 print(
-                    f"{-100 * loss:>+6.1f} {shared:>6.1f} {k:>3}  {shares[0]:>9}  {shares[1]:>10}  {shares[2]:>6}",
+                    f"{-100 * loss:>+6.1f} {shared:>6.2f} {k:>3}  {shares[0]:>9}  {shares[1]:>10}  {shares[2]:>6}",
                     flush=True,
                 )
     print(
