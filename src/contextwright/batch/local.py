@@ -116,11 +116,7 @@ def _rows(
         )
         n = 1
     if n == 1:
-        if s.reader is None:  # row by row: each is yielded as soon as it is assembled
-            for where, row in numbered:
-                yield local(row, where)
-            return
-        for batch in batched(numbered, batch_size):  # a batch's questions asked concurrently
+        for batch in batched(numbered, batch_size):  # as a worker does (a reader: asked concurrently)
             yield from local.many(batch)
         return
     try:

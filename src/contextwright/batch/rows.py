@@ -105,6 +105,26 @@ class BatchReader:
             max_concurrency=self.concurrency,  # its connection pool: one connection per request in flight
         )
 
+    def ask(self, ctx: Any, query: str, client: Any, replies: Any = None) -> Any:
+        """:func:`contextwright.ask` of ``ctx`` through ``client`` (:meth:`client`): the
+        :class:`~contextwright.Answer`. ``replies``: a
+        :class:`~contextwright.clients.replies.ReplyCache` answering what it holds and keeping each
+        new non-empty reply."""
+        from contextwright.clients.replies import reply_key
+        from contextwright.render.cite import ask
+
+        def reply(messages: Any) -> str:
+            key = reply_key(self.url, self.model, messages, self.max_tokens, 0.0)
+            hit = replies.get(key) if replies is not None else None
+            if hit is not None:
+                return str(hit.content)
+            got = client.chat(messages, temperature=0.0, max_tokens=self.max_tokens)
+            if replies is not None and got.content.strip():
+                replies.put(key, self.url, self.model, got)
+            return str(got.content)
+
+        return ask(ctx, reply, query, system=self.system, reask_bare=self.reask_bare)
+
 
 @dataclass(frozen=True, slots=True)
 class BatchSettings:
@@ -323,7 +343,9 @@ class RowAssembler:
     def _asked(self, pending: _Pending) -> BatchRow:
         """``pending``'s row with the model's answer, or its error row when asking failed."""
         try:
-            pending.record["answer"] = self._answer(pending.ctx, pending.query)
+            assert self.settings.reader is not None  # a pending row waits for the reader
+            got = self.settings.reader.ask(pending.ctx, pending.query, self.client, self.replies)
+            pending.record["answer"] = got.to_dict()
         except Exception as exc:  # the model's failure is this row's, as a store's would be
             model = self.client.model if self.client is not None else "?"
             error = (
@@ -332,33 +354,6 @@ class RowAssembler:
             )
             return BatchRow(id=pending.id, error=error, input=_preview(pending.row), where=pending.where)
         return BatchRow(id=pending.id, record=pending.record, where=pending.where)
-
-    def _answer(self, ctx: Any, query: str) -> dict[str, Any]:
-        """:func:`contextwright.ask` of ``ctx`` through this worker's client, as a JSON-ready dict."""
-        from contextwright.render.cite import ask
-
-        reader = self.settings.reader
-        assert reader is not None  # called only with a reader
-        got = ask(ctx, self._reply, query, system=reader.system, reask_bare=reader.reask_bare)
-        out: dict[str, Any] = got.to_dict()
-        return out
-
-    def _reply(self, messages: Any) -> str:
-        """The model's reply to ``messages``: from the reply cache when it holds it, else asked
-        (and kept there unless empty)."""
-        from contextwright.clients.replies import reply_key
-
-        reader, client = self.settings.reader, self.client
-        assert reader is not None and client is not None  # called only with a reader
-        key = reply_key(reader.url, reader.model, messages, reader.max_tokens, 0.0)
-        hit = self.replies.get(key) if self.replies is not None else None
-        if hit is not None:
-            return hit.content
-        reply = client.chat(messages, temperature=0.0, max_tokens=reader.max_tokens)
-        if self.replies is not None and reply.content.strip():
-            self.replies.put(key, reader.url, reader.model, reply)
-        content: str = reply.content
-        return content
 
     def close(self) -> None:
         """Close the reader's client, if any (a worker's closes when its process ends)."""
@@ -374,13 +369,16 @@ class RowAssembler:
         done = [self._assemble(r, w) for w, r in rows]
         pending = [d for d in done if isinstance(d, _Pending)]
         reader = self.settings.reader
-        if not pending or reader is None or reader.concurrency < 2 or len(pending) < 2:
-            return [d if isinstance(d, BatchRow) else self._asked(d) for d in done]
-        from concurrent.futures import ThreadPoolExecutor
+        threads = min(reader.concurrency, len(pending)) if reader is not None else 1
+        if threads < 2:
+            asked = [self._asked(d) for d in pending]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(min(reader.concurrency, len(pending))) as pool:
-            asked = dict(zip(map(id, pending), pool.map(self._asked, pending), strict=True))
-        return [d if isinstance(d, BatchRow) else asked[id(d)] for d in done]
+            with ThreadPoolExecutor(threads) as pool:
+                asked = list(pool.map(self._asked, pending))  # in order
+        answered = iter(asked)
+        return [d if isinstance(d, BatchRow) else next(answered) for d in done]
 
 
 @dataclass(frozen=True, slots=True)

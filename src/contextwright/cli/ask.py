@@ -9,10 +9,9 @@ does on your model can be seen on one question before it is wired into an applic
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -150,19 +149,21 @@ def _ask(
     max_tokens: int,
     timeout_s: float,
 ) -> Any:
-    """:func:`contextwright.ask` through a :class:`~contextwright.clients.chat.ChatClient`."""
-    from contextwright.clients.chat import ChatClient
-    from contextwright.render.cite import ask
+    """:func:`contextwright.ask` through a :class:`~contextwright.clients.chat.ChatClient`, as
+    ``batch --reader`` asks each row (:meth:`~contextwright.batch.BatchReader.ask`, one retry)."""
+    from contextwright.batch import BatchReader
 
-    key = os.environ.get(key_env) if key_env else None
-    with ChatClient(url, model=model, api_key=key, timeout_s=timeout_s, retries=1) as client:
-        return ask(
-            ctx,
-            lambda m: client.complete(cast(Any, m), max_tokens=max_tokens),  # a list of Message dicts
-            query,
-            system=prompts[0],
-            reask_bare=prompts[1],
-        )
+    reader = BatchReader(
+        url=url,
+        model=model,
+        key_env=key_env or None,
+        max_tokens=max_tokens,
+        timeout_s=timeout_s,
+        system=prompts[0],
+        reask_bare=prompts[1],
+    )
+    with reader.client() as client:
+        return reader.ask(ctx, query, client)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
